@@ -1,0 +1,67 @@
+// Multi-head attention, the heart of headwise:
+//   O[b, i, h] = softmax(Q[b, i, h] · K[b, :, h / g]ᵀ · scale + mask) · V[b, :, h / g]
+// for h < q_heads, with g = q_heads / kv_heads query heads per kv head (MHA when
+// g = 1, GQA when 1 < g < q_heads, MQA when kv_heads = 1).
+#pragma once
+
+#include <cstdint>
+
+#include "headwise/status.hpp"
+
+namespace headwise {
+
+// A [batch][positions][heads][head_dim] tensor given by its base pointer and element
+// strides for batch, position and head; head_dim is contiguous. Q, K and V may be
+// slices of one fused QKV buffer or of a KV cache.
+struct AttnInput {
+  const float* data = nullptr;
+  int64_t batch_stride = 0, pos_stride = 0, head_stride = 0;
+};
+struct AttnOutput {
+  float* data = nullptr;
+  int64_t batch_stride = 0, pos_stride = 0, head_stride = 0;
+};
+
+// Strides of a densely packed [batch][positions][heads][head_dim] tensor.
+inline AttnInput packed_input(const float* p, int positions, int heads, int head_dim) {
+  return {p, int64_t(positions) * heads * head_dim, int64_t(heads) * head_dim, head_dim};
+}
+inline AttnOutput packed_output(float* p, int positions, int heads, int head_dim) {
+  return {p, int64_t(positions) * heads * head_dim, int64_t(heads) * head_dim, head_dim};
+}
+
+struct AttentionParams {
+  int batch = 1;
+  int q_len = 0;     // Tq: queries per sequence
+  int kv_len = 0;    // Tk: keys per sequence
+  int q_heads = 0;   // Hq
+  int kv_heads = 0;  // Hkv; Hq % Hkv == 0
+  int head_dim = 0;  // 1 .. 256
+  // Causal: query i sits at key position kv_len − q_len + i and sees the keys at or
+  // before it (prefill when q_len == kv_len; decode and chunked prefill when less).
+  bool causal = true;
+  // 0 means the default 1/√head_dim (never 1/√d_model).
+  float scale = 0.0f;
+  // Optional (batch,) valid key counts for padded batches: keys at or past
+  // kv_valid[b] are masked. A query that sees no key gets zeros, never NaN.
+  const int32_t* kv_valid = nullptr;
+  // OpenMP threads for this call; 0 = omp_get_max_threads(). Inside an OpenMP parallel
+  // region the call runs on the calling thread only (no nested parallelism).
+  int threads = 0;
+};
+
+// The fused kernel of the active ISA (see isa_name()). Errors: null pointers,
+// non-positive sizes, q_heads % kv_heads != 0, head_dim outside 1..256, q_len > kv_len
+// with causal, a kv_valid entry outside 0..kv_len, an unusable HEADWISE_ISA.
+Status attention(const AttentionParams& params, AttnInput q, AttnInput k, AttnInput v,
+                 AttnOutput out);
+
+// The float64 reference implementation (materialised scores, full softmax): slow,
+// obviously correct, the oracle the fused kernels are tested against.
+Status attention_reference(const AttentionParams& params, AttnInput q, AttnInput k,
+                           AttnInput v, AttnOutput out);
+
+// The ISA the kernels run on now: "avx512", "avx2" or "scalar".
+const char* isa_name();
+
+}  // namespace headwise

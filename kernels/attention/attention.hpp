@@ -1,0 +1,105 @@
+// Multi-head attention kernels: O = softmax(Q·Kᵀ·scale + mask)·V per head.
+//
+// Pure compute: pointers, shapes and strides in, no allocation, no exceptions, no
+// graph knowledge. Preconditions are asserted; the public API (runtime/) validates
+// arguments and reports errors before calling here.
+//
+// Layout of every tensor: element (b, t, h, d) lives at
+//   base + b·stride_b + t·stride_t + h·stride_h + d
+// i.e. any strides for batch, position and head, head_dim contiguous. Q, K and V can
+// therefore be slices of one fused QKV buffer or of a KV cache, with no copies.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dispatch.hpp"
+
+namespace headwise::kernels {
+
+struct Strided {
+  const float* data = nullptr;
+  int64_t sb = 0, st = 0, sh = 0;  // element strides: batch, position, head
+  const float* at(int b, int t, int h) const { return data + b * sb + t * st + h * sh; }
+};
+
+struct StridedOut {
+  float* data = nullptr;
+  int64_t sb = 0, st = 0, sh = 0;
+  float* at(int b, int t, int h) const { return data + b * sb + t * st + h * sh; }
+};
+
+enum class AttnPath { automatic, prefill, decode };
+
+struct AttnProblem {
+  Strided q, k, v;  // q: (B, Tq, Hq, D)   k, v: (B, Tk, Hkv, D)
+  StridedOut o;     // o: (B, Tq, Hq, D)
+  int batch = 1, q_len = 0, kv_len = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
+  bool causal = true;
+  float scale = 0.0f;               // > 0 (the API turns "default" into 1/√head_dim)
+  const int32_t* kv_valid = nullptr;  // (B,) keys at or past kv_valid[b] are masked; null: none
+  // Causal: query i of a sequence sits at key position kv_len − q_len + i and sees keys
+  // at positions ≤ that (prefill when q_len == kv_len; decode / chunked prefill when less).
+  int causal_offset() const { return kv_len - q_len; }
+  int group() const { return q_heads / kv_heads; }  // query heads per kv head (GQA/MQA)
+};
+
+// ---- the kernel table -------------------------------------------------------------
+// A prefill kernel computes one query tile (rows q0 .. q0+q_tile−1, clipped to q_len)
+// of one query head, over all of its keys, into p.o. `scratch` holds
+// prefill_scratch_floats() floats, 64-byte aligned, owned by the calling thread.
+using AttnPrefillFn = void (*)(const AttnProblem& p, int b, int hq, int q0, float* scratch);
+
+// A decode kernel computes, for every query row of kv head `hkv` (all q_len positions ×
+// group() query heads, row r = t·group + g), the partial softmax state over keys
+// [k0, k1): running max m (in log2 units), sum l and unnormalised accumulator acc[D].
+// `part` receives rows × (head_dim + 2) floats laid out as [m, l, acc...] per row.
+using AttnDecodeFn = void (*)(const AttnProblem& p, int b, int hkv, int k0, int k1,
+                              float* part, float* scratch);
+
+struct AttnKernel {
+  Isa isa;
+  const char* name;
+  AttnPrefillFn prefill;
+  AttnDecodeFn decode;
+  int q_tile;   // query rows per prefill task
+  int kv_tile;  // keys per inner tile (prefill) and per score block (decode)
+};
+
+// The kernel for an ISA (every ISA has one; the table is attention.inc).
+const AttnKernel& attn_kernel(Isa isa);
+
+// Scratch each thread needs (floats). The kernel bodies lay scratch out the same way.
+//   prefill: Qt (D, QT) | Ot (D, QT) | St (KT, QT) | m, l (QT each)
+//   decode:  Qs (R, Dp) | scores (R, KT), with R = q_len · group and Dp = D rounded to 16
+inline int decode_row_floats(int head_dim) { return (head_dim + 15) / 16 * 16; }
+inline size_t prefill_scratch_floats(int q_tile, int kv_tile, int head_dim) {
+  return size_t(2 * head_dim + kv_tile + 2) * q_tile;
+}
+inline size_t decode_scratch_floats(int kv_tile, int rows, int head_dim) {
+  return size_t(rows) * (decode_row_floats(head_dim) + kv_tile);
+}
+
+// ---- the driver --------------------------------------------------------------------
+// Plans the work split for `threads` OpenMP threads (prefill: batch × heads × query
+// tiles, heaviest causal tiles first; decode: batch × kv heads × key chunks, merged).
+struct AttnPlan {
+  AttnPath path = AttnPath::prefill;
+  int threads = 1;
+  int kv_chunks = 1;            // decode: key chunks per (batch, kv head)
+  size_t scratch_floats = 0;    // per thread, rounded to 16 floats
+  size_t partial_floats = 0;    // decode partial states, all chunks
+  size_t workspace_floats() const { return scratch_floats * threads + partial_floats; }
+};
+
+AttnPlan plan_attention(const AttnKernel& k, const AttnProblem& p, int threads,
+                        AttnPath force = AttnPath::automatic);
+
+// Runs the plan. `workspace` holds plan.workspace_floats() floats, 64-byte aligned.
+void run_attention(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan,
+                   float* workspace);
+
+// The float64 reference (materialised scores, full softmax): the oracle for tests.
+void attention_reference(const AttnProblem& p);
+
+}  // namespace headwise::kernels

@@ -1,0 +1,89 @@
+// The vector vocabulary kernels are written in, for one xsimd architecture.
+//
+// Include only from a translation unit compiled for that architecture (the
+// *_avx512.cpp / *_avx2.cpp files), inside an anonymous namespace's reach: the
+// functions are static inline so no other TU can pick up a copy built for a wider ISA.
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include <cstdint>
+
+namespace headwise::kernels::simd {
+
+template <class Arch>
+struct F32 {
+  using V = xsimd::batch<float, Arch>;
+  using I = xsimd::batch<int32_t, Arch>;
+  static constexpr int W = static_cast<int>(V::size);
+
+  static inline V zero() { return V(0.0f); }
+  static inline V set1(float x) { return V(x); }
+  static inline V load(const float* p) { return V::load_unaligned(p); }
+  static inline V loada(const float* p) { return V::load_aligned(p); }
+  static inline void store(float* p, V v) { v.store_unaligned(p); }
+  static inline void storea(float* p, V v) { v.store_aligned(p); }
+  static inline V fma(V a, V b, V c) { return xsimd::fma(a, b, c); }  // a*b + c
+  static inline V max(V a, V b) { return xsimd::max(a, b); }
+  static inline float hsum(V a) { return xsimd::hadd(a); }
+  static inline float hmax(V a) {
+    alignas(64) float t[W];
+    a.store_aligned(t);
+    float m = t[0];
+    for (int i = 1; i < W; ++i) m = t[i] > m ? t[i] : m;
+    return m;
+  }
+  // Lanes i < n of p, zeros elsewhere (tail loads).
+  static inline V load_partial(const float* p, int n) {
+    alignas(64) float t[W] = {};
+    for (int i = 0; i < n; ++i) t[i] = p[i];
+    return V::load_aligned(t);
+  }
+  // Lanes with first + lane < bound become −inf (causal mask on a query × key grid).
+  static inline V mask_lt(V x, int first, int bound) {
+    alignas(64) float iota[W];
+    for (int i = 0; i < W; ++i) iota[i] = static_cast<float>(i);
+    // Positions are < 2^24, so float arithmetic on them is exact.
+    const V pos = V::load_aligned(iota) + V(static_cast<float>(first));
+    return xsimd::select(pos < V(static_cast<float>(bound)), V(-__builtin_inff()), x);
+  }
+  // out[i] = Σ lanes of acc[i], for i < W (W dot products finished at once).
+  static inline V hsum_lanes(const V* acc) {
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+    if constexpr (W == 16) {
+      // xsimd 8.1's AVX-512 haddp returns its sums in a shuffled lane order, so fold
+      // each zmm to a ymm and use the (correct) AVX2 haddp on two groups of eight.
+      using H = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
+      H lo[8], hi[8];
+      for (int i = 0; i < 8; ++i) {
+        lo[i] = H(_mm256_add_ps(_mm512_castps512_ps256(acc[i]), _mm512_extractf32x8_ps(acc[i], 1)));
+        hi[i] = H(_mm256_add_ps(_mm512_castps512_ps256(acc[8 + i]),
+                                _mm512_extractf32x8_ps(acc[8 + i], 1)));
+      }
+      const __m256 a = xsimd::haddp(lo), b = xsimd::haddp(hi);
+      return V(_mm512_insertf32x8(_mm512_castps256_ps512(a), b, 1));
+    }
+#endif
+    return xsimd::haddp(acc);
+  }
+
+  // 2^x for x <= 0 (the softmax range), relative error < 2e-7; x < -126 gives exactly 0
+  // (so masked scores of -inf contribute nothing).
+  // Cephes exp2f: 2^x = 2^n · p(f), n = round(x), f = x − n ∈ [−½, ½].
+  static inline V exp2(V x) {
+    const V xc = xsimd::max(x, V(-126.0f));
+    const V n = xsimd::nearbyint(xc);
+    const V f = xc - n;
+    V p = V(1.535336188319500e-4f);
+    p = xsimd::fma(p, f, V(1.339887440266574e-3f));
+    p = xsimd::fma(p, f, V(9.618437357674640e-3f));
+    p = xsimd::fma(p, f, V(5.550332471162809e-2f));
+    p = xsimd::fma(p, f, V(2.402264791363012e-1f));
+    p = xsimd::fma(p, f, V(6.931472028550421e-1f));
+    p = xsimd::fma(p, f, V(1.0f));
+    const I bits = xsimd::bitwise_cast<I>(p) + (xsimd::to_int(n) << 23);
+    return xsimd::select(x < V(-126.0f), V(0.0f), xsimd::bitwise_cast<V>(bits));
+  }
+};
+
+}  // namespace headwise::kernels::simd

@@ -1,0 +1,112 @@
+// Shared helpers for the attention tests: random inputs laid out like a fused QKV
+// projection, a runner for any ISA/path through the kernel table, and the error metric.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "kernels/attention/attention.hpp"
+
+namespace headwise::test {
+
+using kernels::AttnPath;
+using kernels::AttnProblem;
+using kernels::Isa;
+
+inline std::vector<Isa> all_isas() { return {Isa::avx512, Isa::avx2, Isa::scalar}; }
+
+// Skips the current test when the CPU lacks `isa` (and says so in the output).
+#define HW_REQUIRE_ISA(isa)                                                        \
+  do {                                                                             \
+    if (!::headwise::kernels::may_use(isa))                                        \
+      GTEST_SKIP() << "CPU lacks " << ::headwise::kernels::isa_name(isa);          \
+  } while (0)
+
+// Q, K, V as slices of one fused buffer: per (b, t) the row holds
+// [Hq·D of Q | Hkv·D of K | Hkv·D of V], so all three are strided, as they are after a
+// fused QKV projection. `pad` extra floats per row make the strides unlike any dense one.
+struct AttnData {
+  int B, Tq, Tk, Hq, Hkv, D;
+  int64_t row;  // floats per (b, t) row of the fused buffer
+  std::vector<float> qkv;   // (B, max(Tq,Tk), row)
+  std::vector<float> out;   // (B, Tq, Hq, D) dense
+  std::vector<float> ref;   // same
+  std::vector<int32_t> valid;
+  int T() const { return std::max(Tq, Tk); }
+
+  AttnData(int B_, int Tq_, int Tk_, int Hq_, int Hkv_, int D_, unsigned seed = 1, int pad = 3,
+           float qscale = 2.0f)
+      : B(B_), Tq(Tq_), Tk(Tk_), Hq(Hq_), Hkv(Hkv_), D(D_) {
+    row = int64_t(Hq + 2 * Hkv) * D + pad;
+    qkv.resize(size_t(B) * T() * row);
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < T(); ++t) {
+        float* r = qkv.data() + (size_t(b) * T() + t) * row;
+        for (int64_t i = 0; i < row; ++i) r[i] = u(gen) * (i < int64_t(Hq) * D ? qscale : 1.0f);
+      }
+    out.assign(size_t(B) * Tq * Hq * D, NAN);
+    ref.assign(out.size(), NAN);
+  }
+
+  // Queries are the last Tq positions of the buffer (as in decode / chunked prefill).
+  AttnProblem problem(bool causal, float* o) {
+    AttnProblem p;
+    const int64_t sb = int64_t(T()) * row;
+    p.q = {qkv.data() + int64_t(T() - Tq) * row, sb, row, D};
+    p.k = {qkv.data() + int64_t(Hq) * D, sb, row, D};
+    p.v = {qkv.data() + int64_t(Hq + Hkv) * D, sb, row, D};
+    p.o = {o, int64_t(Tq) * Hq * D, int64_t(Hq) * D, D};
+    p.batch = B;
+    p.q_len = Tq;
+    p.kv_len = Tk;
+    p.q_heads = Hq;
+    p.kv_heads = Hkv;
+    p.head_dim = D;
+    p.causal = causal;
+    p.scale = 1.0f / std::sqrt(float(D));
+    p.kv_valid = valid.empty() ? nullptr : valid.data();
+    return p;
+  }
+
+  float max_abs_v() const {
+    float m = 0.0f;
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < Tk; ++t)
+        for (int i = 0; i < Hkv * D; ++i)
+          m = std::max(m, std::fabs(qkv[(size_t(b) * T() + t) * row + (Hq + Hkv) * D + i]));
+    return m;
+  }
+};
+
+// Runs one kernel of the table on p with its own workspace.
+inline void run_kernel(Isa isa, const AttnProblem& p, int threads, AttnPath path) {
+  const kernels::AttnKernel& k = kernels::attn_kernel(isa);
+  const kernels::AttnPlan plan = kernels::plan_attention(k, p, threads, path);
+  std::unique_ptr<float, decltype(&std::free)> ws(
+      static_cast<float*>(std::aligned_alloc(64, (plan.workspace_floats() * 4 + 64) / 64 * 64)),
+      &std::free);
+  kernels::run_attention(k, p, plan, ws.get());
+}
+
+// max |a − b|; NaN anywhere counts as infinite error.
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) return INFINITY;
+    m = std::max(m, double(std::fabs(a[i] - b[i])));
+  }
+  return m;
+}
+
+// The stated tolerance of every fused path against the float64 reference:
+// max abs error ≤ 1e-5 · max|V|.
+constexpr double kRelTol = 1e-5;
+
+}  // namespace headwise::test

@@ -1,0 +1,3 @@
+#include <gtest/gtest.h>
+#include "headwise/headwise.h"
+TEST(CApi, Isa) { EXPECT_STRNE(hw_isa(), ""); }

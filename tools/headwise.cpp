@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { std::puts("headwise"); return 0; }
