@@ -6,3 +6,7 @@ list(APPEND HEADWISE_SOURCES
   kernels/attention/attn_fwd_f32_avx2.cpp
   kernels/attention/attn_fwd_f32_scalar.cpp
 )
+list(APPEND HEADWISE_SOURCES
+  kernels/probe/peak_fma_avx512.cpp
+  kernels/probe/peak_fma_avx2.cpp
+)

@@ -1,0 +1,29 @@
+// This machine's limits, measured now: fp32 FMA throughput per ISA (1 and N threads)
+// and the rate of reading memory. Benchmarks print their results as a share of these,
+// so "% of peak" always means the machine the numbers were taken on.
+#pragma once
+
+#include <string>
+
+namespace headwise {
+
+struct MachinePeak {
+  int threads = 1;
+  // GFLOP/s of fp32 FMA (2 flops each); 0 when the CPU lacks the ISA.
+  double fma_avx512_1t = 0, fma_avx512_nt = 0;
+  double fma_avx2_1t = 0, fma_avx2_nt = 0;
+  // GB/s reading a buffer far larger than the caches.
+  double read_1t = 0, read_nt = 0;
+
+  // The FMA peak for an ISA name ("avx512" | "avx2" | "scalar") at 1 or `threads`
+  // threads. Scalar code is measured against the AVX2 peak (what the CPU could do).
+  double fma_gflops(const std::string& isa, int nthreads) const;
+  double read_gbs(int nthreads) const { return nthreads <= 1 ? read_1t : read_nt; }
+  std::string summary() const;
+};
+
+// Measures the probes with `threads` OpenMP threads (0 = all). Takes about
+// 10 × seconds_per_probe; each probe reports its best of several runs.
+MachinePeak measure_peak(int threads = 0, double seconds_per_probe = 0.1);
+
+}  // namespace headwise

@@ -1,0 +1,21 @@
+// Machine-limit probes: the fp32 FMA throughput of one ISA on the calling thread and
+// the rate one thread can read memory. Pure compute, one ISA per translation unit;
+// the driver that times them lives in runtime/peak.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace headwise::kernels {
+
+// Runs `iters` rounds of independent FMA chains and returns the flops performed
+// (the result must be consumed so the compiler keeps the work).
+double fma_probe_avx512(int64_t iters, float* sink);
+double fma_probe_avx2(int64_t iters, float* sink);
+
+// Reads n floats (n a multiple of 64) with the widest loads available and returns a sum
+// so the reads cannot be elided.
+float read_probe_avx512(const float* p, size_t n);
+float read_probe_avx2(const float* p, size_t n);
+
+}  // namespace headwise::kernels
