@@ -12,7 +12,7 @@ namespace headwise::kernels {
 
 #define HW_ATTN_KERNEL(isa, prefill, decode, qt, kt)                                    \
   void prefill(const AttnProblem&, int, int, int, float*);                             \
-  void decode(const AttnProblem&, int, int, int, int, float*, float*);
+  void decode(const AttnProblem&, int, int, int, float*, float*);
 #include "kernels/attention/attention.inc"
 #undef HW_ATTN_KERNEL
 
@@ -57,15 +57,14 @@ AttnPlan plan_attention(const AttnKernel& k, const AttnProblem& p, int threads,
   }
   plan.path = AttnPath::decode;
   // Split the keys so that there are about 4 tasks per thread (load balance), but keep
-  // chunks of at least kMinChunkKeys, rounded to whole key tiles.
-  const int base = p.batch * p.kv_heads;
-  int chunks = std::max(1, ceil_div(4 * threads, base));
+  // chunks of at least kMinChunkKeys.
+  int chunks = std::max(1, ceil_div(4 * threads, p.batch));
   chunks = std::min({chunks, std::max(1, p.kv_len / kMinChunkKeys), kMaxChunks});
   plan.kv_chunks = chunks;
-  plan.threads = std::max(1, std::min(threads, base * chunks));
-  const int rows = p.q_len * p.group();
+  plan.threads = std::max(1, std::min(threads, p.batch * chunks));
+  const int rows = p.q_len * p.q_heads;
   plan.scratch_floats = round16(decode_scratch_floats(k.kv_tile, rows, p.head_dim));
-  plan.partial_floats = size_t(base) * chunks * rows * (p.head_dim + 2);
+  plan.partial_floats = size_t(p.batch) * chunks * rows * decode_part_floats(p.head_dim);
   return plan;
 }
 
@@ -92,33 +91,30 @@ void run_prefill(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan
 
 void run_decode(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan, float* ws) {
   const int chunks = plan.kv_chunks;
-  const int rows = p.q_len * p.group();
-  const int64_t P = p.head_dim + 2;
-  const int base = p.batch * p.kv_heads;
+  const int rows = p.q_len * p.q_heads;
+  const int64_t P = decode_part_floats(p.head_dim);
   const int chunk_len = ceil_div(ceil_div(p.kv_len, chunks), k.kv_tile) * k.kv_tile;
-  float* parts = ws + plan.scratch_floats * plan.threads;  // (base, chunks, rows, P)
+  float* parts = ws + plan.scratch_floats * plan.threads;  // (batch, chunks, rows, P)
 #pragma omp parallel num_threads(plan.threads)
   {
     float* scratch = ws + plan.scratch_floats * omp_get_thread_num();
 #pragma omp for schedule(dynamic, 1)
-    for (int t = 0; t < base * chunks; ++t) {
-      const int bk = t / chunks, c = t % chunks;
+    for (int t = 0; t < p.batch * chunks; ++t) {
+      const int b = t / chunks, c = t % chunks;
       const int k0 = std::min(p.kv_len, c * chunk_len);
       const int k1 = std::min(p.kv_len, k0 + chunk_len);
-      k.decode(p, bk / p.kv_heads, bk % p.kv_heads, k0, k1, parts + size_t(t) * rows * P,
-               scratch);
+      k.decode(p, b, k0, k1, parts + size_t(t) * rows * P, scratch);
     }
-    // Merge chunk partials per (batch, kv head, row):
+    // Merge chunk partials per (batch, row):
     //   M = max_c m_c;  L = Σ_c l_c·2^(m_c − M);  O = Σ_c acc_c·2^(m_c − M) / L
 #pragma omp for schedule(static)
-    for (int t = 0; t < base * rows; ++t) {
-      const int bk = t / rows, r = t % rows;
-      const int b = bk / p.kv_heads, hkv = bk % p.kv_heads;
-      const float* first = parts + (size_t(bk) * chunks * rows + r) * P;
+    for (int t = 0; t < p.batch * rows; ++t) {
+      const int b = t / rows, r = t % rows;
+      const float* first = parts + (size_t(b) * chunks * rows + r) * P;
       const int64_t cstride = int64_t(rows) * P;
       float M = -INFINITY;
       for (int c = 0; c < chunks; ++c) M = std::max(M, first[c * cstride]);
-      float* o = p.o.at(b, r / p.group(), hkv * p.group() + r % p.group());
+      float* o = p.o.at(b, r / p.q_heads, r % p.q_heads);
       if (M == -INFINITY) {  // no visible key at all: zeros, never 0/0
         std::fill(o, o + p.head_dim, 0.0f);
         continue;
@@ -133,7 +129,7 @@ void run_decode(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan,
       const float inv = 1.0f / L;
       for (int d = 0; d < p.head_dim; ++d) {
         float acc = 0.0f;
-        for (int c = 0; c < chunks; ++c) acc += first[c * cstride + 2 + d] * w[c];
+        for (int c = 0; c < chunks; ++c) acc += first[c * cstride + kPartAcc + d] * w[c];
         o[d] = acc * inv;
       }
     }

@@ -50,12 +50,13 @@ struct AttnProblem {
 // prefill_scratch_floats() floats, 64-byte aligned, owned by the calling thread.
 using AttnPrefillFn = void (*)(const AttnProblem& p, int b, int hq, int q0, float* scratch);
 
-// A decode kernel computes, for every query row of kv head `hkv` (all q_len positions ×
-// group() query heads, row r = t·group + g), the partial softmax state over keys
-// [k0, k1): running max m (in log2 units), sum l and unnormalised accumulator acc[D].
-// `part` receives rows × (head_dim + 2) floats laid out as [m, l, acc...] per row.
-using AttnDecodeFn = void (*)(const AttnProblem& p, int b, int hkv, int k0, int k1,
-                              float* part, float* scratch);
+// A decode kernel computes, for every query row of sequence b (row r = t·q_heads + h
+// for query position t and head h), the partial softmax state over keys [k0, k1):
+// running max m (in log2 units), sum l and unnormalised accumulator acc[D].
+// `part` receives rows × decode_part_floats(D) floats: per row m at [0], l at [1] and
+// acc at [kPartAcc, kPartAcc + D), 64-byte aligned like the row itself.
+using AttnDecodeFn = void (*)(const AttnProblem& p, int b, int k0, int k1, float* part,
+                              float* scratch);
 
 struct AttnKernel {
   Isa isa;
@@ -71,8 +72,10 @@ const AttnKernel& attn_kernel(Isa isa);
 
 // Scratch each thread needs (floats). The kernel bodies lay scratch out the same way.
 //   prefill: Qt (D, QT) | Ot (D, QT) | St (KT, QT) | m, l (QT each)
-//   decode:  Qs (R, Dp) | scores (R, KT), with R = q_len · group and Dp = D rounded to 16
+//   decode:  Qs (R, Dp) | scores (R, KT), with R = q_len · q_heads and Dp = D rounded to 16
 inline int decode_row_floats(int head_dim) { return (head_dim + 15) / 16 * 16; }
+constexpr int kPartAcc = 16;
+inline int decode_part_floats(int head_dim) { return kPartAcc + decode_row_floats(head_dim); }
 inline size_t prefill_scratch_floats(int q_tile, int kv_tile, int head_dim) {
   return size_t(2 * head_dim + kv_tile + 2) * q_tile;
 }
@@ -86,7 +89,7 @@ inline size_t decode_scratch_floats(int kv_tile, int rows, int head_dim) {
 struct AttnPlan {
   AttnPath path = AttnPath::prefill;
   int threads = 1;
-  int kv_chunks = 1;            // decode: key chunks per (batch, kv head)
+  int kv_chunks = 1;            // decode: key chunks per sequence
   size_t scratch_floats = 0;    // per thread, rounded to 16 floats
   size_t partial_floats = 0;    // decode partial states, all chunks
   size_t workspace_floats() const { return scratch_floats * threads + partial_floats; }

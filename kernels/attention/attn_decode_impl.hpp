@@ -1,8 +1,14 @@
-// The decode attention body (few queries, long KV): one task covers one kv head and
-// one chunk of its keys for every query row that reads that kv head, and leaves a
-// partial softmax state (m, l, acc) the driver merges across chunks ("split-KV", as in
-// FlashDecoding). Decode is bound by reading K and V, so each K/V row is loaded from
-// memory once per task and reused from cache by every query row of the group (GQA).
+// The decode attention body (few queries, a long KV cache): one task covers one
+// sequence and one chunk of its keys for every head, and leaves a partial softmax
+// state (m, l, acc) per query row that the driver merges across chunks ("split-KV", as
+// in FlashDecoding), so one token on a long cache still uses every core.
+//
+// Decode is bound by reading K and V, so each block of KT positions is read once per
+// pass and every instruction on it is a load feeding an FMA: (1) scores for every
+// (row, key), W keys finished by one lane-wise horizontal sum; (2) the online-softmax
+// update per row; (3) acc += P·V with the accumulator row held in registers.
+// (Measured on Zen 5: walking positions in the outer loop and heads inside, or adding
+// software prefetches, did not read any faster than this head-by-head order.)
 //
 // Templated on the vector vocabulary S and the key block KT; instantiated once per ISA.
 #pragma once
@@ -21,74 +27,82 @@ struct AttnDecode {
   using V = typename S::V;
   static constexpr int W = S::W;
 
-  static void run(const AttnProblem& p, int b, int hkv, int k0, int k1, float* part,
-                  float* scratch) {
-    const int D = p.head_dim, G = p.group(), R = p.q_len * G;
+  // q · k over D features (the query row is zero padded to a multiple of W).
+  static inline float dot(const float* q, const float* k, int D) {
+    V a0 = S::zero(), a1 = S::zero();
+    int d = 0;
+    for (; d + 2 * W <= D; d += 2 * W) {
+      a0 = S::fma(S::loada(q + d), S::load(k + d), a0);
+      a1 = S::fma(S::loada(q + d + W), S::load(k + d + W), a1);
+    }
+    for (; d + W <= D; d += W) a0 = S::fma(S::loada(q + d), S::load(k + d), a0);
+    if (d < D) a1 = S::fma(S::loada(q + d), S::load_partial(k + d, D - d), a1);
+    return S::hsum(a0 + a1);
+  }
+
+  // Rows r = t·Hq + hq (query position t, query head hq); part row r holds m, l, acc.
+  static void run(const AttnProblem& p, int b, int k0, int k1, float* part, float* scratch) {
+    const int D = p.head_dim, G = p.group(), Hq = p.q_heads, R = p.q_len * Hq;
     const int Dp = decode_row_floats(D);
-    const int64_t P = D + 2;            // partial row: m, l, acc(D)
-    float* Qs = scratch;                // (R, Dp) query rows · scale · log2(e), zero padded
-    float* sc = Qs + size_t(R) * Dp;    // (R, KT) scores then probabilities
+    const int64_t P = decode_part_floats(D);
+    float* Qs = scratch;              // (R, Dp) query rows · scale · log2(e), zero padded
+    float* sc = Qs + size_t(R) * Dp;  // (R, KT) scores, then probabilities
 
     const float c = p.scale * 1.4426950408889634f;
     const int valid = p.kv_valid ? std::min(p.kv_len, p.kv_valid[b]) : p.kv_len;
     const int off = p.causal_offset();
     for (int r = 0; r < R; ++r) {
-      const int t = r / G, hq = hkv * G + r % G;
-      const float* q = p.q.at(b, t, hq);
+      const float* q = p.q.at(b, r / Hq, r % Hq);
       float* qs = Qs + size_t(r) * Dp;
       for (int d = 0; d < D; ++d) qs[d] = q[d] * c;
       for (int d = D; d < Dp; ++d) qs[d] = 0.0f;
       float* pr = part + r * P;
       pr[0] = -INFINITY;
       pr[1] = 0.0f;
-      std::fill(pr + 2, pr + 2 + D, 0.0f);
+      std::fill(pr + kPartAcc, pr + kPartAcc + D, 0.0f);
     }
-    // Row r (query position t) sees keys below end(r).
-    auto end_of = [&](int r) { return p.causal ? std::min(valid, off + r / G + 1) : valid; };
-    const int kstop = std::min(k1, end_of(R - 1));  // the last row sees the most keys
+    // Query position t sees keys below end_of(t).
+    auto end_of = [&](int t) { return p.causal ? std::min(valid, off + t + 1) : valid; };
+    const int kstop = std::min(k1, end_of(p.q_len - 1));  // the last position sees most
 
     for (int kb = k0; kb < kstop; kb += KT) {
       const int nk = std::min(KT, kstop - kb);
-      const float* kbase = p.k.at(b, kb, hkv);
-      const float* vbase = p.v.at(b, kb, hkv);
 
-      // 1) scores: sc(r, j) = Qs(r) · K(kb + j), W keys at a time finished by one
-      //    lane-wise horizontal sum; −inf where row r may not see key kb + j.
+      // 1) sc(r, j) = Qs(r) · K(kb + j, hq / G); −inf where row r may not see the key.
+      //    W keys at a time: their partial-sum vectors are reduced together by one
+      //    lane-wise horizontal sum instead of W separate ones.
       for (int r = 0; r < R; ++r) {
+        const int t = r / Hq, hk = (r % Hq) / G;
         const float* qs = Qs + size_t(r) * Dp;
+        const float* kr = p.k.at(b, kb, hk);
         float* s = sc + size_t(r) * KT;
         int j = 0;
-        if (D % W == 0) {
+        if (D % W == 0)
           for (; j + W <= nk; j += W) {
             V acc[W];
             for (int i = 0; i < W; ++i) acc[i] = S::zero();
             for (int d = 0; d < D; d += W) {
               const V q = S::loada(qs + d);
-              for (int i = 0; i < W; ++i)
-                acc[i] = S::fma(q, S::load(kbase + (j + i) * p.k.st + d), acc[i]);
+              for (int i = 0; i < W; ++i) acc[i] = S::fma(q, S::load(kr + (j + i) * p.k.st + d), acc[i]);
             }
             S::store(s + j, S::hsum_lanes(acc));
           }
-        }
-        for (; j < nk; ++j) {
-          const float* kr = kbase + j * p.k.st;
-          V acc = S::zero();
-          int d = 0;
-          for (; d + W <= D; d += W) acc = S::fma(S::loada(qs + d), S::load(kr + d), acc);
-          if (d < D) acc = S::fma(S::loada(qs + d), S::load_partial(kr + d, D - d), acc);
-          s[j] = S::hsum(acc);
-        }
-        const int e = end_of(r) - kb;  // keys j >= e are hidden from row r
-        for (int jj = std::max(e, 0); jj < nk; ++jj) s[jj] = -INFINITY;
+        for (; j < nk; ++j) s[j] = dot(qs, kr + j * p.k.st, D);
+        for (j = std::max(0, end_of(t) - kb); j < nk; ++j) s[j] = -INFINITY;
       }
 
-      // 2) online softmax per row, then acc = α·acc + Σ_j P(j)·V(j)
+      // 2) per row: m' = max(m, max_j s_j); P_j = 2^(s_j − m'); α = 2^(m − m');
+      //    l = α·l + Σ_j P_j; acc = α·acc. A row with nothing visible keeps its state
+      //    and gets all-zero P.
       for (int r = 0; r < R; ++r) {
         float* s = sc + size_t(r) * KT;
         float* pr = part + r * P;
         float mx = pr[0];
         for (int j = 0; j < nk; ++j) mx = std::max(mx, s[j]);
-        if (mx == -INFINITY) continue;  // nothing visible yet: state unchanged
+        if (mx == -INFINITY) {
+          std::fill(s, s + nk, 0.0f);
+          continue;
+        }
         V sum = S::zero();
         int j = 0;
         for (; j + W <= nk; j += W) {
@@ -104,31 +118,39 @@ struct AttnDecode {
         const float alpha = pr[0] == -INFINITY ? 0.0f : std::exp2(pr[0] - mx);
         pr[0] = mx;
         pr[1] = alpha * pr[1] + S::hsum(sum) + tail;
+        if (alpha != 1.0f) {
+          const V va = S::set1(alpha);
+          float* acc = pr + kPartAcc;
+          int d = 0;
+          for (; d + W <= D; d += W) S::store(acc + d, S::load(acc + d) * va);
+          for (; d < D; ++d) acc[d] *= alpha;
+        }
+      }
 
-        float* acc = pr + 2;
-        const V va = S::set1(alpha);
-        int d = 0;
-        // 8 vectors of features stay in registers while the keys stream past.
+      // 3) acc(r) += Σ_j P(r, j) · V(kb + j, hq / G), NV feature vectors in registers
+      for (int r = 0; r < R; ++r) {
+        const float* vr = p.v.at(b, kb, (r % Hq) / G);
+        const float* w = sc + size_t(r) * KT;
+        float* acc = part + r * P + kPartAcc;
         constexpr int NV = 8;
+        int d = 0;
         for (; d + NV * W <= D; d += NV * W) {
           V a[NV];
-          for (int u = 0; u < NV; ++u) a[u] = S::load(acc + d + u * W) * va;
-          for (int jj = 0; jj < nk; ++jj) {
-            const V pj = S::set1(s[jj]);
-            const float* vr = vbase + jj * p.v.st + d;
-            for (int u = 0; u < NV; ++u) a[u] = S::fma(pj, S::load(vr + u * W), a[u]);
+          for (int u = 0; u < NV; ++u) a[u] = S::load(acc + d + u * W);
+          for (int j = 0; j < nk; ++j) {
+            const V wj = S::set1(w[j]);
+            for (int u = 0; u < NV; ++u) a[u] = S::fma(wj, S::load(vr + j * p.v.st + d + u * W), a[u]);
           }
           for (int u = 0; u < NV; ++u) S::store(acc + d + u * W, a[u]);
         }
         for (; d + W <= D; d += W) {
-          V a = S::load(acc + d) * va;
-          for (int jj = 0; jj < nk; ++jj)
-            a = S::fma(S::set1(s[jj]), S::load(vbase + jj * p.v.st + d), a);
+          V a = S::load(acc + d);
+          for (int j = 0; j < nk; ++j) a = S::fma(S::set1(w[j]), S::load(vr + j * p.v.st + d), a);
           S::store(acc + d, a);
         }
         for (; d < D; ++d) {
-          float a = acc[d] * alpha;
-          for (int jj = 0; jj < nk; ++jj) a += s[jj] * vbase[jj * p.v.st + d];
+          float a = acc[d];
+          for (int j = 0; j < nk; ++j) a += w[j] * vr[j * p.v.st + d];
           acc[d] = a;
         }
       }

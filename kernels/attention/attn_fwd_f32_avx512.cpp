@@ -15,9 +15,9 @@ void attn_fwd_f32_q64k64__avx512(const AttnProblem& p, int b, int hq, int q0, fl
   AttnFwd<S, 4, 64, 6, 6>::run(p, b, hq, q0, s);
 }
 
-void attn_decode_f32_k64__avx512(const AttnProblem& p, int b, int hkv, int k0, int k1,
-                                 float* part, float* s) {
-  AttnDecode<S, 64>::run(p, b, hkv, k0, k1, part, s);
+void attn_decode_f32_k64__avx512(const AttnProblem& p, int b, int k0, int k1, float* part,
+                                 float* s) {
+  AttnDecode<S, 64>::run(p, b, k0, k1, part, s);
 }
 
 }  // namespace headwise::kernels

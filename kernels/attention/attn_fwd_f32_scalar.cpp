@@ -10,9 +10,9 @@ void attn_fwd_f32_q4k64__scalar(const AttnProblem& p, int b, int hq, int q0, flo
   AttnFwd<simd::Scalar, 4, 64, 4, 4>::run(p, b, hq, q0, s);
 }
 
-void attn_decode_f32_k64__scalar(const AttnProblem& p, int b, int hkv, int k0, int k1,
-                                 float* part, float* s) {
-  AttnDecode<simd::Scalar, 64>::run(p, b, hkv, k0, k1, part, s);
+void attn_decode_f32_k64__scalar(const AttnProblem& p, int b, int k0, int k1, float* part,
+                                 float* s) {
+  AttnDecode<simd::Scalar, 64>::run(p, b, k0, k1, part, s);
 }
 
 }  // namespace headwise::kernels
