@@ -1,12 +1,4 @@
-list(APPEND HEADWISE_SOURCES
-  kernels/dispatch.cpp
-  kernels/attention/attention.cpp
-  kernels/attention/attn_ref.cpp
-  kernels/attention/attn_fwd_f32_avx512.cpp
-  kernels/attention/attn_fwd_f32_avx2.cpp
-  kernels/attention/attn_fwd_f32_scalar.cpp
-)
-list(APPEND HEADWISE_SOURCES
-  kernels/probe/peak_fma_avx512.cpp
-  kernels/probe/peak_fma_avx2.cpp
-)
+# Every .cpp under kernels/ is part of the library; per-ISA files (*_avx512.cpp, *_avx2.cpp)
+# get their ISA's flags from headwise_isa_flags().
+file(GLOB_RECURSE HEADWISE_kernels_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/kernels/*.cpp)
+list(APPEND HEADWISE_SOURCES ${HEADWISE_kernels_SOURCES})

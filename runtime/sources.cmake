@@ -1,6 +1,4 @@
-list(APPEND HEADWISE_SOURCES
-  runtime/attention_api.cpp
-  runtime/c_api.cpp
-  runtime/peak.cpp
-  runtime/workspace.cpp
-)
+# Every .cpp under runtime/ is part of the library; per-ISA files (*_avx512.cpp, *_avx2.cpp)
+# get their ISA's flags from headwise_isa_flags().
+file(GLOB_RECURSE HEADWISE_runtime_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/runtime/*.cpp)
+list(APPEND HEADWISE_SOURCES ${HEADWISE_runtime_SOURCES})

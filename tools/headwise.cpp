@@ -1,2 +1,49 @@
+// headwise — the command line: one binary, one subcommand per job.
 #include <cstdio>
-int main() { std::puts("headwise"); return 0; }
+#include <cstring>
+#include <string>
+
+#include "headwise/attention.hpp"
+#include "tools/commands.hpp"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* help;
+};
+
+const Command kCommands[] = {
+    {"bench", headwise::tools::cmd_bench,
+     "measure kernels and models: 'bench attention ...' (see 'headwise bench --help')"},
+};
+
+void usage(std::FILE* f) {
+  std::fprintf(f, "usage: headwise <command> [options]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(f, "  %-10s %s\n", c.name, c.help);
+  std::fprintf(f, "\n'headwise <command> --help' lists a command's options and defaults.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    usage(stdout);
+    return 0;
+  }
+  if (cmd == "--version") {
+    std::printf("headwise 0.1.0 (kernels: %s)\n", headwise::isa_name());
+    return 0;
+  }
+  for (const Command& c : kCommands)
+    if (cmd == c.name) return c.run(argc - 2, argv + 2);
+  std::fprintf(stderr, "headwise: unknown command '%s'\n\n", cmd.c_str());
+  usage(stderr);
+  return 2;
+}

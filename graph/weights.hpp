@@ -1,0 +1,113 @@
+// Weights on disk: memory-mapped files, safetensors (read and write) and llama2.c
+// checkpoints. Loading validates everything it reads; a bad file gives a Status whose
+// message names the file and the tensor or field at fault, never a crash.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headwise/status.hpp"
+
+namespace headwise::graph {
+
+enum class DType { f32, f16, bf16 };
+const char* dtype_name(DType t);
+size_t dtype_size(DType t);
+
+// A named tensor whose bytes live elsewhere (usually inside a mapping).
+struct TensorView {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;
+  size_t nbytes = 0;
+  int64_t numel() const;
+  std::string shape_str() const;  // "[512, 64]"
+};
+
+// Converts n elements of f32/f16/bf16 data to float.
+void to_f32(DType t, const uint8_t* src, size_t n, float* dst);
+
+// A read-only memory mapping of a whole file.
+class MappedFile {
+ public:
+  static Status open(const std::string& path, std::unique_ptr<MappedFile>* out);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile() = default;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+// A safetensors file (https://github.com/huggingface/safetensors): 8-byte little-endian
+// header length, a JSON header {name: {dtype, shape, data_offsets: [begin, end]}, ...,
+// "__metadata__": {...}}, then the data. Tensors are views into the mapping.
+// Validated on open: header length within the file, JSON well formed, every entry has
+// a known dtype, non-negative shape, offsets inside the data section, and
+// end − begin == numel · dtype size. Supported dtypes: F32, F16, BF16 (others are an
+// error naming the tensor and dtype).
+class SafetensorsFile {
+ public:
+  static Status open(const std::string& path, std::unique_ptr<SafetensorsFile>* out);
+  const std::vector<TensorView>& tensors() const { return tensors_; }
+  const TensorView* find(const std::string& name) const;
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::string& path() const { return file_->path(); }
+
+ private:
+  std::unique_ptr<MappedFile> file_;
+  std::vector<TensorView> tensors_;
+  std::map<std::string, size_t> index_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// Writes tensors (in the given order, 8-byte aligned data) to a safetensors file.
+Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
+                         const std::map<std::string, std::string>& metadata = {});
+
+// A llama2.c checkpoint ("version 0" format, see ../shared/models/README.md), mapped
+// and exposed as named f32 tensors in Meta Llama naming:
+//   tok_embeddings.weight (vocab, dim)         norm.weight (dim)
+//   layers.{l}.attention_norm.weight (dim)     layers.{l}.ffn_norm.weight (dim)
+//   layers.{l}.attention.wq.weight (dim, dim)  layers.{l}.attention.wk.weight (kv_dim, dim)
+//   layers.{l}.attention.wv.weight (kv_dim, dim)  layers.{l}.attention.wo.weight (dim, dim)
+//   layers.{l}.feed_forward.w1.weight (hidden, dim)  .w2.weight (dim, hidden)
+//   layers.{l}.feed_forward.w3.weight (hidden, dim)
+//   output.weight (vocab, dim) — only when the classifier is not shared
+// Validated: header fields positive, dim % n_heads == 0, n_heads % n_kv_heads == 0,
+// file size exactly what the header implies (truncated or oversized files are errors
+// naming the expected and actual sizes).
+struct Llama2cConfig {
+  int dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, vocab_size = 0,
+      seq_len = 0;
+  bool shared_classifier = true;
+  int head_size() const { return dim / n_heads; }
+  int kv_dim() const { return head_size() * n_kv_heads; }
+};
+
+class Llama2cCheckpoint {
+ public:
+  static Status open(const std::string& path, std::unique_ptr<Llama2cCheckpoint>* out);
+  const Llama2cConfig& config() const { return config_; }
+  const std::vector<TensorView>& tensors() const { return tensors_; }
+  const TensorView* find(const std::string& name) const;
+  const std::string& path() const { return file_->path(); }
+
+ private:
+  std::unique_ptr<MappedFile> file_;
+  Llama2cConfig config_;
+  std::vector<TensorView> tensors_;
+};
+
+}  // namespace headwise::graph
