@@ -11,10 +11,12 @@ namespace headwise {
 
 class Sampler {
  public:
-  // temperature >= 0; top_p in (0, 1] (1 or more: no nucleus restriction).
+  // temperature >= 0 (0, negative or NaN: greedy); top_p in (0, 1) restricts to the
+  // nucleus, anything else samples the whole distribution. seed must not be 0 (xorshift
+  // would stay at 0).
   Sampler(int vocab_size, float temperature, float top_p, uint64_t seed);
 
-  // logits: vocab_size floats (not modified).
+  // logits: vocab_size floats (not modified). -1 only for null logits or vocab_size < 1.
   int32_t sample(const float* logits);
 
  private:

@@ -29,7 +29,9 @@ class Tokenizer {
 
   // The bytes to print for `token` following `prev`: after BOS a leading space is
   // dropped; "<0xHH>" pieces are that raw byte; a lone byte that is neither printable
-  // nor whitespace prints as nothing. (llama2.c's decode + safe_printf.)
+  // nor whitespace prints as nothing. (llama2.c's decode + safe_printf, except that
+  // bytes >= 0x80 count as printable so byte-fallback UTF-8 survives; llama2.c's C-locale
+  // isprint drops them.) An id outside the vocabulary decodes to "".
   std::string decode(int32_t prev, int32_t token) const;
 
   const std::string& piece(int32_t id) const { return pieces_[id]; }
