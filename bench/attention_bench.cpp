@@ -1,0 +1,202 @@
+// attention_bench — headwise::attention() on the five shapes, once per ISA this
+// CPU has, at the thread count of HEADWISE_THREADS (default: omp_get_max_threads()).
+//
+// Counters (rates use wall time: UseRealTime):
+//   flops     achieved FLOP/s (printed as e.g. "512G/s" = 512 GFLOP/s)
+//   pct_peak  flops as a percentage of this machine's fp32 FMA peak for that ISA at that
+//             thread count, measured once at startup with headwise::measure_peak
+//   kv_read   decode only: K/V bytes read per second (GB/s)
+//   pct_bw    decode only: kv_read as a percentage of the measured read bandwidth
+// FLOPs: causal prefill 2·B·Hq·Dh·T·(T+1); non-causal 4·B·Hq·Dh·Tq·Tk;
+//        one decode token 4·B·Hq·Dh·Tk.  K/V bytes: 2·B·Tk·Hkv·Dh·4.
+//
+// Median of repeats: attention_bench --benchmark_repetitions=10
+//                                    --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headwise/attention.hpp"
+#include "headwise/peak.hpp"
+#include "kernels/dispatch.hpp"
+
+namespace {
+
+using headwise::kernels::Isa;
+
+struct Shape {
+  const char* id;
+  int batch, q_len, kv_len, q_heads, kv_heads, head_dim;
+  bool causal;
+
+  bool decode() const { return q_len == 1; }
+  double flops() const {
+    const double bhd = double(batch) * q_heads * head_dim;
+    if (decode()) return 4.0 * bhd * kv_len;
+    if (causal) return 2.0 * bhd * q_len * (q_len + 1.0);
+    return 4.0 * bhd * q_len * kv_len;
+  }
+  double kv_bytes() const { return 2.0 * batch * kv_len * kv_heads * head_dim * sizeof(float); }
+  std::string name() const {
+    return std::string(id) + "_b" + std::to_string(batch) + "_q" + std::to_string(q_len) +
+           "_k" + std::to_string(kv_len) + "_h" + std::to_string(q_heads) + "_kv" +
+           std::to_string(kv_heads) + "_d" + std::to_string(head_dim) +
+           (causal ? "_causal" : "_full");
+  }
+};
+
+// The shapes. S4 is one decode step: one query token on a 2048-key cache.
+const Shape kShapes[] = {
+    {"S1", 1, 1024, 1024, 12, 12, 64, true},
+    {"S2", 1, 2048, 2048, 32, 32, 128, true},
+    {"S3", 8, 256, 256, 12, 12, 64, true},
+    {"S4", 1, 1, 2048, 32, 32, 128, true},
+    {"S5", 1, 2048, 2048, 32, 8, 128, true},
+};
+
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<float[], FreeDeleter>;
+
+// 64-byte aligned, filled in parallel (so pages sit near the threads that use them)
+// with deterministic values in [-1, 1) from a hash of the index.
+Buffer random_buffer(size_t n, uint64_t seed) {
+  Buffer b(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)));
+  if (!b) {
+    std::fprintf(stderr, "attention_bench: out of memory (%zu floats)\n", n);
+    std::exit(1);
+  }
+  float* p = b.get();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < int64_t(n); ++i) {
+    uint64_t z = (uint64_t(i) + seed) * 0x9E3779B97F4A7C15ull;  // splitmix64 finaliser
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    p[i] = float(int64_t(z >> 40) - (int64_t(1) << 23)) * (1.0f / (1 << 23));
+  }
+  return b;
+}
+
+// Densely packed Q, K, V, O of one shape. Benchmarks of one shape run back to back
+// (one per ISA), so only the current shape's tensors are kept.
+struct Tensors {
+  const Shape* shape = nullptr;
+  Buffer q, k, v, o;
+};
+
+Tensors& tensors_for(const Shape& s) {
+  static Tensors t;
+  if (t.shape != &s) {
+    t = Tensors{};  // free the previous shape first: the largest needs 128 MiB
+    const size_t qo = size_t(s.batch) * s.q_len * s.q_heads * s.head_dim;
+    const size_t kv = size_t(s.batch) * s.kv_len * s.kv_heads * s.head_dim;
+    t.q = random_buffer(qo, 1);
+    t.k = random_buffer(kv, 2);
+    t.v = random_buffer(kv, 3);
+    t.o = random_buffer(qo, 4);
+    t.shape = &s;
+  }
+  return t;
+}
+
+int g_threads = 1;
+headwise::MachinePeak g_peak;
+
+void run_shape(benchmark::State& state, const Shape& s, Isa isa) {
+  if (!headwise::kernels::set_isa_override(isa)) {
+    state.SkipWithError("this CPU lacks the ISA");
+    return;
+  }
+  Tensors& t = tensors_for(s);
+  headwise::AttentionParams a;
+  a.batch = s.batch;
+  a.q_len = s.q_len;
+  a.kv_len = s.kv_len;
+  a.q_heads = s.q_heads;
+  a.kv_heads = s.kv_heads;
+  a.head_dim = s.head_dim;
+  a.causal = s.causal;
+  a.threads = g_threads;
+  const auto q = headwise::packed_input(t.q.get(), s.q_len, s.q_heads, s.head_dim);
+  const auto k = headwise::packed_input(t.k.get(), s.kv_len, s.kv_heads, s.head_dim);
+  const auto v = headwise::packed_input(t.v.get(), s.kv_len, s.kv_heads, s.head_dim);
+  const auto o = headwise::packed_output(t.o.get(), s.q_len, s.q_heads, s.head_dim);
+
+  // One untimed call: sizes the workspace and catches validation errors.
+  headwise::Status st = headwise::attention(a, q, k, v, o);
+  if (!st.ok()) {
+    headwise::kernels::clear_isa_override();
+    state.SkipWithError(st.message().c_str());
+    return;
+  }
+  // Our own wall clock over the same loop gives the percentages: a rate counter would
+  // be printed with a misleading "/s" unit.
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    st = headwise::attention(a, q, k, v, o);
+    benchmark::DoNotOptimize(t.o.get());
+    benchmark::ClobberMemory();
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  headwise::kernels::clear_isa_override();
+
+  const double iters = double(state.iterations());
+  using C = benchmark::Counter;
+  state.counters["flops"] = C(s.flops(), C::kIsIterationInvariantRate, C::OneK::kIs1000);
+  const double peak = g_peak.fma_gflops(headwise::kernels::isa_name(isa), g_threads) * 1e9;
+  if (peak > 0 && wall > 0) state.counters["pct_peak"] = 100.0 * s.flops() * iters / wall / peak;
+  if (s.decode()) {
+    state.counters["kv_read"] = C(s.kv_bytes(), C::kIsIterationInvariantRate, C::OneK::kIs1000);
+    const double bw = g_peak.read_gbs(g_threads) * 1e9;
+    if (bw > 0 && wall > 0) state.counters["pct_bw"] = 100.0 * s.kv_bytes() * iters / wall / bw;
+  }
+  state.SetLabel(std::string(headwise::kernels::isa_name(isa)) + ", " +
+                 std::to_string(g_threads) + " threads");
+}
+
+int threads_from_env() {
+  const char* env = std::getenv("HEADWISE_THREADS");
+  if (env == nullptr || *env == '\0') return omp_get_max_threads();
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n < 1 || n > 4096) {
+    std::fprintf(stderr, "attention_bench: HEADWISE_THREADS='%s' is not a thread count\n", env);
+    std::exit(2);
+  }
+  return int(n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  g_threads = threads_from_env();
+
+  for (const Shape& s : kShapes)
+    for (Isa isa : {Isa::avx512, Isa::avx2, Isa::scalar}) {
+      if (!headwise::kernels::may_use(isa)) continue;
+      const std::string name = s.name() + "/" + headwise::kernels::isa_name(isa);
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [&s, isa](benchmark::State& st) { run_shape(st, s, isa); })
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+
+  // Measured once, before any benchmark runs, on the same thread count.
+  g_peak = headwise::measure_peak(g_threads);
+  benchmark::AddCustomContext("headwise_threads", std::to_string(g_threads));
+  benchmark::AddCustomContext("machine_peak", g_peak.summary());
+
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,160 @@
+// `headwise bench attention`, run as a program: the memory promise of the fused kernel
+// (a T=16384 causal prefill stays within Q/K/V/O plus 64 MiB of peak RSS, i.e. it never
+// materialises the T×T scores), the JSON contract the compare script relies on, and the
+// exit codes of bad usage. Nothing here depends on timing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/dispatch.hpp"
+
+namespace headwise::test {
+namespace {
+
+const std::string kBinary = HEADWISE_BINARY_DIR "/headwise";
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs `env headwise bench attention args` through the shell; stdout and stderr apart.
+Result bench(const std::string& args, const std::string& env = "") {
+  Result r;
+  if (access(kBinary.c_str(), X_OK) != 0) {
+    ADD_FAILURE() << kBinary << " is missing: build the headwise target first";
+    return r;
+  }
+  std::string err_path = ::testing::TempDir() + "bench_attention_stderr_XXXXXX";
+  const int fd = mkstemp(err_path.data());
+  if (fd < 0) {
+    ADD_FAILURE() << "mkstemp failed";
+    return r;
+  }
+  close(fd);
+  const std::string cmd =
+      env + " '" + kBinary + "' bench attention " + args + " 2>'" + err_path + "'";
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::ifstream f(err_path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  r.err = ss.str();
+  std::remove(err_path.c_str());
+  return r;
+}
+
+nlohmann::json parse_one_object(const Result& r) {
+  EXPECT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  EXPECT_TRUE(j.is_object()) << "not one JSON object: " << r.out;
+  return j;
+}
+
+TEST(BenchAttention, LongCausalPrefillPeakRssStaysWithinTensorsPlus64MiB) {
+  // Q, K, V, O: 4 × 16384 × 8 × 128 × 4 bytes = 256 MiB. A kernel that held the
+  // 16384² scores of even one head (1 GiB) would be far over the bound.
+  const Result r = bench(
+      "--seq 16384 --heads 8 --head-dim 128 --repeat 1 --warmup 0 --threads 2 --no-peak --json");
+  const nlohmann::json j = parse_one_object(r);
+  ASSERT_TRUE(j.contains("peak_rss_bytes") && j.contains("qkvo_bytes")) << r.out;
+  const double qkvo = j["qkvo_bytes"].get<double>();
+  const double rss = j["peak_rss_bytes"].get<double>();
+  EXPECT_EQ(qkvo, 4.0 * 16384 * 8 * 128 * 4);
+  EXPECT_LT(rss, qkvo + 64.0 * 1024 * 1024)
+      << "peak RSS " << rss / (1 << 20) << " MiB, Q/K/V/O " << qkvo / (1 << 20) << " MiB";
+}
+
+TEST(BenchAttention, JsonPrefillHasEveryKey) {
+  const Result r = bench("--batch 2 --seq 96 --heads 4 --kv-heads 2 --head-dim 32 --repeat 3 "
+                         "--warmup 1 --threads 1 --no-peak --json");
+  const nlohmann::json j = parse_one_object(r);
+  for (const char* key : {"median_ms", "min_ms", "max_ms", "gflops", "isa", "threads", "batch",
+                          "seq", "kv_len", "heads", "kv_heads", "head_dim", "causal", "decode",
+                          "peak_gflops", "pct_peak", "cpu_over_wall", "peak_rss_bytes",
+                          "qkvo_bytes"})
+    EXPECT_TRUE(j.contains(key)) << "missing " << key << " in " << r.out;
+  EXPECT_EQ(j.value("seq", 0), 96);
+  EXPECT_EQ(j.value("kv_heads", 0), 2);
+  EXPECT_EQ(j.value("causal", false), true);
+  EXPECT_EQ(j.value("decode", true), false);
+  EXPECT_EQ(j.value("isa", ""), kernels::isa_name(kernels::detected_isa()));
+  EXPECT_TRUE(j["pct_peak"].is_null()) << "--no-peak measures no peak";
+  // (B, T, H, D) Q and O plus (B, T, Hkv, D) K and V, in bytes.
+  EXPECT_EQ(j.value("qkvo_bytes", 0.0), (2.0 * 2 * 96 * 4 * 32 + 2.0 * 2 * 96 * 2 * 32) * 4);
+  EXPECT_LE(j.value("min_ms", 1.0), j.value("median_ms", 0.0));
+  EXPECT_LE(j.value("median_ms", 1.0), j.value("max_ms", 0.0));
+}
+
+TEST(BenchAttention, JsonDecodeWithPeakHasBandwidthKeys) {
+  const Result r = bench("--decode 512 --heads 4 --head-dim 64 --repeat 2 --warmup 0 "
+                         "--threads 1 --isa scalar --json");
+  const nlohmann::json j = parse_one_object(r);
+  for (const char* key : {"kv_len", "decode", "gbps", "peak_read_gbps", "pct_bw",
+                          "peak_gflops", "pct_peak"})
+    EXPECT_TRUE(j.contains(key)) << "missing " << key << " in " << r.out;
+  EXPECT_EQ(j.value("decode", false), true);
+  EXPECT_EQ(j.value("kv_len", 0), 512);
+  EXPECT_EQ(j.value("isa", ""), "scalar");
+  // The peak is measured (a number) unless the CPU lacks AVX2 (then null, never 0).
+  EXPECT_TRUE(j["peak_gflops"].is_number() || j["peak_gflops"].is_null());
+  if (j["peak_gflops"].is_number()) {
+    EXPECT_GT(j["peak_gflops"].get<double>(), 0.0);
+  }
+}
+
+class BenchAttentionBadUsage : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BenchAttentionBadUsage, ExitsTwoWithAMessage) {
+  const Result r = bench(std::string(GetParam()) + " --repeat 1 --warmup 0 --no-peak");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << "results go to stdout, errors to stderr: " << r.out;
+  EXPECT_NE(r.err.find("headwise bench attention:"), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BenchAttentionBadUsage,
+                         ::testing::Values("--heads 6 --kv-heads 4", "--head-dim 300",
+                                           "--head-dim 0", "--isa bogus", "--batch 0",
+                                           "--seq -5", "--seq ten", "--threads 0",
+                                           "--decode 0", "--frobnicate", "stray"));
+
+TEST(BenchAttention, IsaTheCpuLacksIsUsageError) {
+  if (kernels::may_use(kernels::Isa::avx512)) GTEST_SKIP() << "this CPU has every ISA";
+  const Result r = bench("--isa avx512 --seq 64 --no-peak");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("avx512"), std::string::npos) << r.err;
+}
+
+TEST(BenchAttention, ErrorFromTheLibraryExitsOne) {
+  // The API reports an unusable HEADWISE_ISA when called: a runtime error, not usage.
+  const Result r = bench("--seq 64 --repeat 1 --warmup 0 --no-peak", "HEADWISE_ISA=bogus");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("HEADWISE_ISA"), std::string::npos) << r.err;
+}
+
+TEST(BenchAttention, HelpListsEveryOptionWithItsDefault) {
+  const Result r = bench("--help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* opt : {"--batch", "--seq", "--heads", "--kv-heads", "--head-dim",
+                          "--no-causal", "--decode", "--threads", "--repeat", "--warmup",
+                          "--isa", "--json", "--no-peak"})
+    EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
+  EXPECT_NE(r.out.find("default 2048"), std::string::npos);
+  EXPECT_NE(r.out.find("default 10"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace headwise::test
