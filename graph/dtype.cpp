@@ -1,0 +1,103 @@
+// DType names and sizes, TensorView helpers, and the f16/bf16 → f32 conversions.
+// The conversions are done on the bit patterns in software (no F16C) so that this
+// baseline translation unit runs on any x86-64 and is exact for every input,
+// subnormals, infinities and NaN payloads included.
+#include <cstring>
+#include <sstream>
+
+#include "graph/weights.hpp"
+
+namespace headwise::graph {
+
+const char* dtype_name(DType t) {
+  // The safetensors spelling, so that names in headers and messages agree.
+  switch (t) {
+    case DType::f32: return "F32";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32: return 4;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+  }
+  return 0;
+}
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;  // a shape of [] is a scalar: one element
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TensorView::shape_str() const {
+  std::ostringstream s;
+  s << '[';
+  for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
+  s << ']';
+  return s.str();
+}
+
+namespace {
+
+float from_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f)  // inf or NaN: keep the payload (quiet/signalling bit included)
+    return from_bits(sign | 0x7f800000u | (mant << 13));
+  if (exp != 0)  // normal: rebias 15 → 127
+    return from_bits(sign | ((exp + 127 - 15) << 23) | (mant << 13));
+  if (mant == 0) return from_bits(sign);  // ±0
+  // Subnormal: mant · 2^-24. Shift the leading 1 up to the implicit-bit position
+  // (bit 10); every f16 subnormal is a normal f32, value 1.f · 2^(-14 - shifts).
+  int shifts = 0;
+  while (!(mant & 0x400u)) {
+    mant <<= 1;
+    ++shifts;
+  }
+  return from_bits(sign | (uint32_t(127 - 14 - shifts) << 23) | ((mant & 0x3ffu) << 13));
+}
+
+// bfloat16 is the top half of an f32, so widening is exact by construction.
+float bf16_to_f32(uint16_t b) { return from_bits(uint32_t(b) << 16); }
+
+}  // namespace
+
+void to_f32(DType t, const uint8_t* src, size_t n, float* dst) {
+  // Element loads go through memcpy: views into a mapping need not be aligned
+  // (a foreign safetensors header length can be any number of bytes).
+  if (n == 0) return;  // src/dst may be null for an empty tensor
+  switch (t) {
+    case DType::f32:
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+    case DType::f16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = f16_to_f32(h);
+      }
+      return;
+    case DType::bf16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t b;
+        std::memcpy(&b, src + 2 * i, 2);
+        dst[i] = bf16_to_f32(b);
+      }
+      return;
+  }
+}
+
+}  // namespace headwise::graph
