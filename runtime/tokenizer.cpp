@@ -50,7 +50,7 @@ int byte_piece_value(const std::string& p) {
 // pieces of a UTF-8 character split by byte fallback, and dropping them (as llama2.c's
 // isprint does in the C locale) would turn every such character into nothing.
 bool printable_byte(unsigned char b) {
-  if (b >= 0x80) return true;
+  // isprint / isspace in the C locale, which llama2.c runs in: bytes >= 0x80 are neither.
   const bool print = b >= 0x20 && b <= 0x7e;
   const bool space = b == ' ' || (b >= '\t' && b <= '\r');
   return print || space;
@@ -172,16 +172,34 @@ std::vector<int32_t> Tokenizer::encode(const std::string& text, bool add_bos) co
   return ids;
 }
 
-std::string Tokenizer::decode(int32_t prev, int32_t token) const {
+std::string Tokenizer::piece_bytes(int32_t prev, int32_t token) const {
   if (token < 0 || token >= vocab_size()) return std::string();
   const std::string& p = pieces_[token];
   // sentencepiece drops the dummy-prefix space of the first piece after BOS.
   std::string s = (prev == kBos && !p.empty() && p[0] == ' ') ? p.substr(1) : p;
   const int byte = byte_piece_value(s);
   if (byte >= 0) s.assign(1, char(byte));
-  // llama2.c's safe_printf: a lone raw byte that is a control character prints nothing.
+  return s;
+}
+
+std::string Tokenizer::decode(int32_t prev, int32_t token) const {
+  std::string s = piece_bytes(prev, token);
+  // llama2.c's safe_printf: a lone raw byte that is not printable prints nothing.
   if (s.size() == 1 && !printable_byte(static_cast<unsigned char>(s[0]))) return std::string();
   return s;
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_pieces(std::vector<std::string> pieces,
+                                                  std::vector<float> scores) {
+  auto tok = std::make_unique<Tokenizer>();
+  tok->pieces_ = std::move(pieces);
+  tok->scores_ = std::move(scores);
+  tok->scores_.resize(tok->pieces_.size(), 0.0f);
+  for (const std::string& p : tok->pieces_)
+    tok->max_token_length_ = std::max<int>(tok->max_token_length_, static_cast<int>(p.size()));
+  for (size_t i = 0; i < tok->pieces_.size(); ++i) tok->sorted_.emplace_back(tok->pieces_[i], int32_t(i));
+  std::sort(tok->sorted_.begin(), tok->sorted_.end());
+  return tok;
 }
 
 Status Tokenizer::save(const std::string& path) const {

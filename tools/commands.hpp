@@ -5,6 +5,8 @@
 
 namespace headwise::tools {
 
-int cmd_bench(int argc, char** argv);  // bench attention ... | bench MODEL|--synthetic NAME
+int cmd_bench(int argc, char** argv);    // bench attention ... | bench MODEL|--synthetic NAME
+int cmd_run(int argc, char** argv);      // run MODEL: generate text
+int cmd_convert(int argc, char** argv);  // convert llama2c CKPT.bin --tokenizer TOK.bin -o DIR
 
 }  // namespace headwise::tools

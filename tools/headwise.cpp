@@ -15,6 +15,9 @@ struct Command {
 };
 
 const Command kCommands[] = {
+    {"run", headwise::tools::cmd_run, "generate text with a model (llama2.c-style output)"},
+    {"convert", headwise::tools::cmd_convert,
+     "convert a llama2.c checkpoint into model.json + model.safetensors + tokenizer.bin"},
     {"bench", headwise::tools::cmd_bench,
      "measure kernels and models: 'bench attention ...' (see 'headwise bench --help')"},
 };

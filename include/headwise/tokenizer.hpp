@@ -27,12 +27,21 @@ class Tokenizer {
   // highest-scoring adjacent merge repeatedly until none applies.
   std::vector<int32_t> encode(const std::string& text, bool add_bos) const;
 
-  // The bytes to print for `token` following `prev`: after BOS a leading space is
-  // dropped; "<0xHH>" pieces are that raw byte; a lone byte that is neither printable
-  // nor whitespace prints as nothing. (llama2.c's decode + safe_printf, except that
-  // bytes >= 0x80 count as printable so byte-fallback UTF-8 survives; llama2.c's C-locale
-  // isprint drops them.) An id outside the vocabulary decodes to "".
+  // The bytes of `token` following `prev`: after BOS a leading space is dropped;
+  // "<0xHH>" pieces are that raw byte. Concatenating these over a sequence gives back
+  // the text exactly (used for labels and round trips). An id outside the vocabulary
+  // gives "".
+  std::string piece_bytes(int32_t prev, int32_t token) const;
+
+  // What llama2.c prints for `token` following `prev`: piece_bytes(), except that a
+  // lone byte which is neither printable nor whitespace in the C locale (a control
+  // byte, or a byte >= 0x80 of a split UTF-8 character) prints as nothing — its
+  // decode + safe_printf, so generated text matches the reference byte for byte.
   std::string decode(int32_t prev, int32_t token) const;
+
+  // Builds a tokenizer from pieces and scores (built-in and synthetic models).
+  static std::unique_ptr<Tokenizer> from_pieces(std::vector<std::string> pieces,
+                                                std::vector<float> scores);
 
   const std::string& piece(int32_t id) const { return pieces_[id]; }
   float score(int32_t id) const { return scores_[id]; }

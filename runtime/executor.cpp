@@ -1,0 +1,255 @@
+#include "runtime/executor.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "headwise/attention.hpp"
+#include "kernels/elementwise/elementwise.hpp"
+
+namespace headwise {
+namespace {
+
+using graph::Group;
+using graph::Node;
+using graph::OpKind;
+using kernels::RowsIn;
+using kernels::RowsOut;
+
+struct View {
+  float* p;
+  int64_t stride;
+  RowsIn in() const { return {p, stride}; }
+  RowsOut out() const { return {p, stride}; }
+};
+
+class Run {
+ public:
+  Run(const graph::Plan& plan, const Step& s) : plan_(plan), g_(plan.graph), s_(s) {}
+
+  // Where a value lives in this step. A value bound to a KV-cache slot lives in the
+  // session's cache (at this step's positions) when the step has one sequence; with
+  // several it is computed in the arena and scattered to each cache by attention.
+  View at(int v) const {
+    if (v == g_.logits) return {s_.logits, g_.settings.vocab_size};
+    const Group& grp = g_.groups[g_.values[v].group];
+    if (grp.kv_slot >= 0 && s_.seqs.size() == 1) {
+      const StepSeq& q = s_.seqs[0];
+      float* base = q.buf->kv_slot(plan_, grp.kv_slot) + size_t(q.pos0) * plan_.kv_row() +
+                    grp.kv_part * plan_.kv_width();
+      return {base, plan_.kv_row()};
+    }
+    return {s_.arena + grp.offset * s_.M, grp.cols};
+  }
+
+  Status node(int i) {
+    const Node& n = g_.nodes[i];
+    const int M = s_.M, th = s_.threads;
+    switch (n.op) {
+      case OpKind::embedding:
+        kernels::embedding(n.w, static_cast<int>(n.w_cols), s_.tokens, at(n.out[0]).out(), M, th);
+        return Status::Ok();
+      case OpKind::pos_embedding: {
+        // x(r) += W(pos(r)): a gather into the output, then a residual add
+        const View x = at(n.in[0]), y = at(n.out[0]);
+        const int C = g_.values[n.out[0]].cols;
+        for (int r = 0; r < M; ++r) {
+          const float* w = n.w + size_t(s_.pos[r]) * n.w_cols;
+          kernels::add({x.p + r * x.stride, 0}, {w, 0}, {y.p + r * y.stride, 0}, 1, C, 1);
+        }
+        return Status::Ok();
+      }
+      case OpKind::rmsnorm:
+        kernels::rmsnorm(at(n.in[0]).in(), n.w, n.eps, at(n.out[0]).out(), M,
+                         g_.values[n.out[0]].cols, th);
+        return Status::Ok();
+      case OpKind::layernorm:
+        kernels::layernorm(at(n.in[0]).in(), n.w, n.b, n.eps, at(n.out[0]).out(), M,
+                           g_.values[n.out[0]].cols, th);
+        return Status::Ok();
+      case OpKind::linear: {
+        const View x = at(n.in[0]);
+        for (size_t j = 0; j < n.out.size(); ++j) {
+          const View y = at(n.out[j]);
+          HW_RETURN_IF_ERROR(plan_.linears[i][j]->run(x.p, x.stride, y.p, y.stride, M, th, s_.scratch));
+        }
+        return Status::Ok();
+      }
+      case OpKind::rope: {
+        const View x = at(n.in[0]), y = at(n.out[0]);
+        if (x.p != y.p) copy_rows(x, y, g_.values[n.out[0]].cols);
+        kernels::rope(y.out(), M, n.heads, n.head_dim, s_.pos, plan_.rope_cos.data(),
+                      plan_.rope_sin.data(), g_.settings.rope_style, th);
+        return Status::Ok();
+      }
+      case OpKind::attention:
+        return attention(n);
+      case OpKind::add:
+        kernels::add(at(n.in[0]).in(), at(n.in[1]).in(), at(n.out[0]).out(), M,
+                     g_.values[n.out[0]].cols, th);
+        return Status::Ok();
+      case OpKind::mul:
+        kernels::mul(at(n.in[0]).in(), at(n.in[1]).in(), at(n.out[0]).out(), M,
+                     g_.values[n.out[0]].cols, th);
+        return Status::Ok();
+      case OpKind::silu:
+      case OpKind::gelu: {
+        const View x = at(n.in[0]), y = at(n.out[0]);
+        const int C = g_.values[n.out[0]].cols;
+        if (x.p != y.p) copy_rows(x, y, C);
+        if (n.op == OpKind::silu) kernels::silu(y.out(), M, C, th);
+        else if (n.gelu_tanh) kernels::gelu_tanh(y.out(), M, C, th);
+        else kernels::gelu_erf(y.out(), M, C, th);
+        return Status::Ok();
+      }
+      case OpKind::swiglu:
+        kernels::swiglu(at(n.in[0]).in(), at(n.in[1]).in(), at(n.out[0]).out(), M,
+                        g_.values[n.out[0]].cols, th);
+        return Status::Ok();
+      case OpKind::logits: {
+        // Only the rows whose logits are wanted: every row, or the last row of each
+        // sequence (one per sequence in a batched decode, where every sequence has one).
+        const View x = at(n.in[0]);
+        const int V = g_.settings.vocab_size;
+        if (s_.all_logits || s_.seqs.size() > 1)
+          return plan_.linears[i][0]->run(x.p, x.stride, s_.logits, V, M, th, s_.scratch);
+        return plan_.linears[i][0]->run(x.p + (M - 1) * x.stride, x.stride, s_.logits, V, 1, th,
+                                        s_.scratch);
+      }
+      case OpKind::Count:
+        break;
+    }
+    return Status(StatusCode::internal, n.where + ": unknown op");
+  }
+
+  Status run() {
+    const bool prof = s_.timings != nullptr;
+    using Clock = std::chrono::steady_clock;
+    const auto t_step = Clock::now();
+    for (int i = 0; i < static_cast<int>(g_.nodes.size()); ++i) {
+      const auto t0 = prof ? Clock::now() : Clock::time_point();
+      HW_RETURN_IF_ERROR(node(i));
+      if (prof) {
+        const auto t1 = Clock::now();
+        OpTiming& t = (*s_.timings)[i];
+        t.calls += 1;
+        t.seconds += std::chrono::duration<double>(t1 - t0).count();
+        add_work(i, &t);
+        if (s_.trace)
+          s_.trace->push_back({i, std::chrono::duration<double, std::micro>(t0 - t_step).count(),
+                               std::chrono::duration<double, std::micro>(t1 - t0).count(), s_.M});
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // For an op whose output does not share its input's buffer (the input is read later).
+  void copy_rows(const View& x, const View& y, int cols) const {
+    for (int r = 0; r < s_.M; ++r)
+      std::memcpy(y.p + r * y.stride, x.p + r * x.stride, cols * sizeof(float));
+  }
+
+  Status attention(const Node& n) {
+    const View q = at(n.in[0]), k = at(n.in[1]), v = at(n.in[2]), o = at(n.out[0]);
+    const int kvw = plan_.kv_width();
+    for (const StepSeq& sq : s_.seqs) {
+      float* kc = sq.buf->kv_slot(plan_, n.kv_slot);  // (max_context, kv_row)
+      float* vc = kc + kvw;
+      if (s_.seqs.size() > 1) {
+        // Batched step: this sequence's new K/V rows go from the arena to its cache.
+        for (int r = 0; r < sq.rows; ++r) {
+          std::memcpy(kc + size_t(sq.pos0 + r) * plan_.kv_row(), k.p + (sq.row0 + r) * k.stride, kvw * sizeof(float));
+          std::memcpy(vc + size_t(sq.pos0 + r) * plan_.kv_row(), v.p + (sq.row0 + r) * v.stride, kvw * sizeof(float));
+        }
+      }
+      AttentionParams a;
+      a.batch = 1;
+      a.q_len = sq.rows;
+      a.kv_len = sq.pos0 + sq.rows;
+      a.q_heads = n.heads;
+      a.kv_heads = n.kv_heads;
+      a.head_dim = n.head_dim;
+      a.causal = n.causal;
+      a.scale = n.scale;
+      a.threads = s_.threads;
+      const AttnInput qi{q.p + sq.row0 * q.stride, 0, q.stride, n.head_dim};
+      const AttnInput ki{kc, 0, plan_.kv_row(), n.head_dim};
+      const AttnInput vi{vc, 0, plan_.kv_row(), n.head_dim};
+      const AttnOutput oo{o.p + sq.row0 * o.stride, 0, o.stride, n.head_dim};
+      const Status st = headwise::attention(a, qi, ki, vi, oo);
+      if (!st.ok()) return Status(st.code(), n.where + ": " + st.message());
+      if (s_.hook && *s_.hook) {
+        AttentionTap tap;
+        tap.layer = n.layer;
+        tap.rows = sq.rows;
+        tap.pos0 = sq.pos0;
+        tap.heads = n.heads;
+        tap.kv_heads = n.kv_heads;
+        tap.head_dim = n.head_dim;
+        tap.causal = n.causal;
+        tap.scale = n.scale > 0 ? n.scale : 1.0f / std::sqrt(float(n.head_dim));
+        tap.q = qi.data;
+        tap.q_stride = q.stride;
+        tap.k = kc;
+        tap.v = vc;
+        tap.kv_stride = plan_.kv_row();
+        tap.kv_len = a.kv_len;
+        tap.out = oo.data;
+        tap.out_stride = o.stride;
+        (*s_.hook)(tap);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Work estimates for the per-op table: flops and bytes that had to come from memory.
+  void add_work(int i, OpTiming* t) const {
+    const Node& n = g_.nodes[i];
+    const double M = s_.M;
+    switch (n.op) {
+      case OpKind::linear:
+        t->flops += 2.0 * M * n.K * n.N;
+        t->bytes += 4.0 * n.K * n.N;
+        break;
+      case OpKind::logits: {
+        const double rows = (s_.all_logits || s_.seqs.size() > 1) ? M : 1;
+        t->flops += 2.0 * rows * n.K * n.N;
+        t->bytes += 4.0 * n.K * n.N;
+        break;
+      }
+      case OpKind::attention:
+        for (const StepSeq& sq : s_.seqs) {
+          const double Tq = sq.rows, Tk = sq.pos0 + sq.rows;
+          // causal: query i sees pos0 + i + 1 keys
+          const double pairs = n.causal ? Tq * sq.pos0 + Tq * (Tq + 1) / 2 : Tq * Tk;
+          t->flops += 4.0 * n.heads * n.head_dim * pairs;
+          t->bytes += 2.0 * 4.0 * Tk * n.kv_heads * n.head_dim;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  const graph::Plan& plan_;
+  const graph::Graph& g_;
+  const Step& s_;
+};
+
+}  // namespace
+
+Status execute(const graph::Plan& plan, const Step& step) { return Run(plan, step).run(); }
+
+void init_timings(const graph::Plan& plan, std::vector<OpTiming>* t) {
+  t->assign(plan.graph.nodes.size(), OpTiming{});
+  for (size_t i = 0; i < plan.graph.nodes.size(); ++i) {
+    const Node& n = plan.graph.nodes[i];
+    (*t)[i].node = static_cast<int>(i);
+    (*t)[i].layer = n.layer;
+    (*t)[i].op = graph::op_name(n.op);
+    (*t)[i].where = n.where;
+  }
+}
+
+}  // namespace headwise

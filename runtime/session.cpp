@@ -1,0 +1,133 @@
+// Sessions: split a prompt into chunks, run each as one step, keep the logits; and
+// batched decode across sessions.
+#include <algorithm>
+#include <cstring>
+
+#include "graph/plan.hpp"
+#include "headwise/model.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/session_buffers.hpp"
+
+namespace headwise {
+namespace {
+
+Status check_tokens(const Session& s, const int32_t* tokens, int n) {
+  const int vocab = s.model().info().vocab_size;
+  for (int i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab)
+      return out_of_range("token id " + std::to_string(tokens[i]) + " (at index " +
+                          std::to_string(i) + ") is outside the vocabulary 0.." +
+                          std::to_string(vocab - 1));
+  if (s.position() + n > s.max_context())
+    return out_of_range(std::to_string(n) + " tokens at position " + std::to_string(s.position()) +
+                        " would exceed the context of " + std::to_string(s.max_context()) +
+                        " positions");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Session::~Session() = default;
+
+const float* Session::logits() const {
+  return buf_->logits.data() + size_t(last_logits_row_) * model_->info().vocab_size;
+}
+
+void Session::reset() {
+  pos_ = 0;
+  last_logits_row_ = 0;
+  all_logits_.clear();
+}
+
+size_t Session::kv_cache_bytes() const { return buf_->kv.size() * sizeof(float); }
+size_t Session::arena_bytes() const { return buf_->arena.size() * sizeof(float); }
+
+void Session::clear_profile() {
+  timings_.clear();
+  trace_.clear();
+}
+
+Status Session::prefill(const int32_t* tokens, int n) {
+  if (n <= 0) return invalid_argument("prefill: no tokens");
+  if (!tokens) return invalid_argument("prefill: tokens is a null pointer");
+  HW_RETURN_IF_ERROR(check_tokens(*this, tokens, n));
+  const graph::Plan& plan = model_->plan();
+  const int vocab = model_->info().vocab_size;
+  if (profile_ && timings_.empty()) init_timings(plan, &timings_);
+  if (all_logits_on_) all_logits_.clear();
+  for (int done = 0; done < n;) {
+    const int M = std::min(max_chunk_, n - done);
+    for (int r = 0; r < M; ++r) buf_->pos[r] = pos_ + r;
+    Step step;
+    step.M = M;
+    step.tokens = tokens + done;
+    step.pos = buf_->pos.data();
+    step.seqs = {StepSeq{this, buf_.get(), 0, M, pos_}};
+    step.arena = buf_->arena.data();
+    step.logits = buf_->logits.data();
+    step.all_logits = all_logits_on_;
+    step.threads = threads_;
+    step.scratch = &buf_->scratch;
+    step.timings = profile_ ? &timings_ : nullptr;
+    step.trace = profile_ ? &trace_ : nullptr;
+    step.hook = hook_ ? &hook_ : nullptr;
+    HW_RETURN_IF_ERROR(execute(plan, step));
+    pos_ += M;
+    done += M;
+    last_logits_row_ = all_logits_on_ ? M - 1 : 0;
+    if (all_logits_on_)
+      all_logits_.insert(all_logits_.end(), buf_->logits.data(), buf_->logits.data() + size_t(M) * vocab);
+  }
+  return Status::Ok();
+}
+
+Status Session::decode_batch(Session* const* sessions, const int32_t* tokens, int n, int threads) {
+  if (n <= 0 || !sessions || !tokens) return invalid_argument("decode_batch: no sessions");
+  const Model* model = &sessions[0]->model();
+  for (int i = 0; i < n; ++i) {
+    if (!sessions[i]) return invalid_argument("decode_batch: session " + std::to_string(i) + " is null");
+    if (&sessions[i]->model() != model)
+      return invalid_argument("decode_batch: session " + std::to_string(i) + " belongs to another model");
+    for (int j = 0; j < i; ++j)
+      if (sessions[j] == sessions[i])
+        return invalid_argument("decode_batch: session " + std::to_string(i) + " appears twice");
+    const Status s = check_tokens(*sessions[i], tokens + i, 1);
+    if (!s.ok()) return Status(s.code(), "decode_batch: session " + std::to_string(i) + ": " + s.message());
+  }
+  if (n == 1) return sessions[0]->decode(tokens[0]);
+
+  const graph::Plan& plan = model->plan();
+  const int vocab = model->info().vocab_size;
+  // Scratch for the batched rows, owned by the calling thread and reused.
+  thread_local AlignedFloats arena, logits;
+  thread_local std::vector<int32_t> pos;
+  if (!arena.resize(size_t(plan.graph.arena_cols) * n) || !logits.resize(size_t(n) * vocab))
+    return Status(StatusCode::internal, "decode_batch: out of memory");
+  pos.resize(n);
+  Session* lead = sessions[0];
+  Step step;
+  step.M = n;
+  step.tokens = tokens;
+  for (int i = 0; i < n; ++i) {
+    pos[i] = sessions[i]->pos_;
+    step.seqs.push_back(StepSeq{sessions[i], sessions[i]->buf_.get(), i, 1, sessions[i]->pos_});
+  }
+  step.pos = pos.data();
+  step.arena = arena.data();
+  step.logits = logits.data();
+  step.threads = threads ? threads : lead->threads_;
+  step.scratch = &lead->buf_->scratch;
+  if (lead->profile_ && lead->timings_.empty()) init_timings(plan, &lead->timings_);
+  step.timings = lead->profile_ ? &lead->timings_ : nullptr;
+  step.trace = lead->profile_ ? &lead->trace_ : nullptr;
+  HW_RETURN_IF_ERROR(execute(plan, step));
+  for (int i = 0; i < n; ++i) {
+    Session* s = sessions[i];
+    std::memcpy(s->buf_->logits.data(), logits.data() + size_t(i) * vocab, vocab * sizeof(float));
+    s->last_logits_row_ = 0;
+    s->pos_ += 1;
+  }
+  return Status::Ok();
+}
+
+}  // namespace headwise

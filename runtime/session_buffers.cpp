@@ -1,0 +1,35 @@
+#include "runtime/session_buffers.hpp"
+
+#include <cstdlib>
+
+namespace headwise {
+
+AlignedFloats::~AlignedFloats() { std::free(p_); }
+
+bool AlignedFloats::resize(size_t n) {
+  if (n <= n_) return true;
+  std::free(p_);
+  const size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+  p_ = static_cast<float*>(std::aligned_alloc(64, bytes ? bytes : 64));
+  n_ = p_ ? n : 0;
+  return p_ != nullptr;
+}
+
+Status SessionBuffers::create(const graph::Plan& plan, int max_context, int max_chunk,
+                              bool all_logits, std::unique_ptr<SessionBuffers>* out) {
+  auto b = std::make_unique<SessionBuffers>();
+  const graph::Graph& g = plan.graph;
+  b->max_context = max_context;
+  const size_t kv = size_t(g.kv_slots) * max_context * plan.kv_row();
+  const size_t arena = size_t(g.arena_cols) * max_chunk;
+  const size_t logits = size_t(all_logits ? max_chunk : 1) * g.settings.vocab_size;
+  if (!b->kv.resize(kv) || !b->arena.resize(arena) || !b->logits.resize(logits))
+    return Status(StatusCode::internal,
+                  "out of memory opening a session: KV cache " + std::to_string(kv * 4 >> 20) +
+                      " MiB, activations " + std::to_string(arena * 4 >> 20) + " MiB");
+  b->pos.resize(max_chunk);
+  *out = std::move(b);
+  return Status::Ok();
+}
+
+}  // namespace headwise

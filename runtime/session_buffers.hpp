@@ -1,0 +1,48 @@
+// The memory a session owns, allocated once when it opens: the KV cache (up to its
+// context), the activation arena (the plan's memory plan × rows per pass), the logits
+// and the oneDNN scratchpad.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "graph/plan.hpp"
+#include "headwise/status.hpp"
+#include "kernels/matmul/linear.hpp"
+
+namespace headwise {
+
+// 64-byte aligned, uninitialised floats.
+class AlignedFloats {
+ public:
+  AlignedFloats() = default;
+  ~AlignedFloats();
+  AlignedFloats(const AlignedFloats&) = delete;
+  AlignedFloats& operator=(const AlignedFloats&) = delete;
+  bool resize(size_t n);  // false when out of memory
+  float* data() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  float* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+struct SessionBuffers {
+  AlignedFloats kv;      // (kv_slots, max_context, 2 · kv_heads · head_dim): K then V
+  AlignedFloats arena;   // (arena_cols · max_chunk): group g at offset_g · rows
+  AlignedFloats logits;  // (max_chunk if all_logits else 1, vocab)
+  std::vector<int32_t> pos;  // (max_chunk,) position of each row of a step
+  kernels::LinearScratch scratch;
+  int max_context = 0;
+
+  static Status create(const graph::Plan& plan, int max_context, int max_chunk,
+                       bool all_logits, std::unique_ptr<SessionBuffers>* out);
+  // K cache of a slot: (max_context, kv_row) with V at +kv_width.
+  float* kv_slot(const graph::Plan& plan, int slot) const {
+    return kv.data() + size_t(slot) * max_context * plan.kv_row();
+  }
+};
+
+}  // namespace headwise

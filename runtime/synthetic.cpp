@@ -1,0 +1,134 @@
+// Synthetic models: the presets of graph/presets.hpp filled with seeded random
+// weights, generated in parallel but independent of the thread count (each 1M-float
+// chunk has its own generator, seeded from the model seed, the tensor and the chunk).
+#include <omp.h>
+
+#include <cmath>
+#include <deque>
+
+#include "graph/plan.hpp"
+#include "graph/presets.hpp"
+#include "headwise/model.hpp"
+
+namespace headwise {
+
+struct ModelBuilder {
+  static Status finish(const graph::ModelDesc& desc, std::unique_ptr<graph::WeightSet> weights,
+                       std::unique_ptr<Tokenizer> tokenizer, const std::string& source,
+                       std::shared_ptr<const Model>* out);
+};
+
+namespace {
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [−a, a]: a = √3/√fan_in gives unit-variance outputs for unit inputs;
+// norm gains are 1 and biases small.
+void fill(const graph::TensorSpec& t, uint64_t seed, size_t index, std::vector<float>* out) {
+  size_t n = 1;
+  for (int64_t d : t.shape) n *= size_t(d);
+  out->resize(n);
+  if (t.fan_in == 0) {
+    std::fill(out->begin(), out->end(), 1.0f);
+    return;
+  }
+  const float a = t.bias ? 0.02f : std::sqrt(3.0f / float(t.fan_in));
+  constexpr size_t kChunk = size_t(1) << 20;
+  const int64_t chunks = int64_t((n + kChunk - 1) / kChunk);
+  float* p = out->data();
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    uint64_t s = splitmix(seed ^ splitmix(index * 0x100000001B3ull + uint64_t(c)));
+    const size_t end = std::min(n, size_t(c + 1) * kChunk);
+    for (size_t i = size_t(c) * kChunk; i < end; ++i) {
+      s = splitmix(s);
+      p[i] = a * (float((s >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f);
+    }
+  }
+}
+
+// A character-level vocabulary for the built-in demo model: the llama2.c special and
+// byte-fallback pieces, then printable ASCII and " a" .. " z".
+std::unique_ptr<Tokenizer> builtin_tokenizer() {
+  std::vector<std::string> pieces = {"<unk>", "<s>", "\n</s>\n"};
+  char buf[8];
+  for (int b = 0; b < 256; ++b) {
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    pieces.push_back(buf);
+  }
+  for (int c = 32; c < 127; ++c) pieces.push_back(std::string(1, char(c)));
+  for (char c = 'a'; c <= 'z'; ++c) pieces.push_back(std::string(" ") + c);
+  std::vector<float> scores(pieces.size(), 0.0f);
+  for (size_t i = 259; i < pieces.size(); ++i) scores[i] = -float(i);
+  return Tokenizer::from_pieces(std::move(pieces), std::move(scores));
+}
+
+}  // namespace
+
+std::vector<std::string> Model::synthetic_names() {
+  return {"gpt2-small", "llama-134m", "llama-1b-like", "llama-7b-1layer", "tiny"};
+}
+
+Status Model::synthetic(const std::string& name, uint64_t seed, std::shared_ptr<const Model>* out) {
+  graph::Settings s;
+  graph::Preset p;
+  std::unique_ptr<Tokenizer> tok;
+  auto llama = [&](int vocab, int d, int layers, int heads, int kv, int hidden, int ctx, bool tied) {
+    s.vocab_size = vocab;
+    s.d_model = d;
+    s.n_layers = layers;
+    s.n_heads = heads;
+    s.n_kv_heads = kv;
+    s.head_dim = d / heads;
+    s.max_seq_len = ctx;
+    p = graph::llama_preset(s, hidden, tied, name);
+  };
+  if (name == "gpt2-small") {
+    s.vocab_size = 50257;
+    s.d_model = 768;
+    s.n_layers = 12;
+    s.n_heads = s.n_kv_heads = 12;
+    s.head_dim = 64;
+    s.max_seq_len = 1024;
+    s.norm_eps = 1e-5f;
+    p = graph::gpt2_preset(s, name);
+  } else if (name == "llama-134m") {
+    llama(32000, 768, 12, 12, 12, 2048, 2048, false);
+  } else if (name == "llama-1b-like") {
+    llama(32000, 2048, 16, 32, 8, 8192, 2048, false);
+  } else if (name == "llama-7b-1layer") {
+    llama(32000, 4096, 1, 32, 32, 11008, 2048, false);
+  } else if (name == "tiny") {
+    tok = builtin_tokenizer();
+    llama(tok->vocab_size(), 64, 2, 4, 2, 172, 256, true);
+  } else {
+    std::string names;
+    for (const std::string& n : synthetic_names()) names += (names.empty() ? "" : ", ") + n;
+    return invalid_argument("unknown synthetic model '" + name + "' (known: " + names + ")");
+  }
+  std::deque<std::vector<float>> data;
+  std::vector<graph::TensorView> views;
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    const graph::TensorSpec& t = p.tensors[i];
+    data.emplace_back();
+    fill(t, seed, i, &data.back());
+    graph::TensorView v;
+    v.name = t.name;
+    v.dtype = graph::DType::f32;
+    v.shape = t.shape;
+    v.data = reinterpret_cast<const uint8_t*>(data.back().data());
+    v.nbytes = data.back().size() * sizeof(float);
+    views.push_back(std::move(v));
+  }
+  const std::string label = "synthetic:" + name + " (seeded random weights, seed " + std::to_string(seed) + ")";
+  p.desc.path = label;
+  return ModelBuilder::finish(p.desc, graph::WeightSet::in_memory(std::move(views), std::move(data), label),
+                              std::move(tok), label, out);
+}
+
+}  // namespace headwise

@@ -1,0 +1,200 @@
+// headwise run — generate text with a model, llama2.c style: the prompt's pieces as
+// they are fed, then the sampled ones, streamed to stdout, one final newline.
+// Statistics go to stderr.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "headwise/attention.hpp"
+#include "headwise/model.hpp"
+#include "headwise/sampler.hpp"
+#include "tools/args.hpp"
+#include "tools/builtin_model.hpp"
+#include "tools/commands.hpp"
+#include "tools/npy.hpp"
+
+namespace headwise::tools {
+namespace {
+
+constexpr const char* kDefaultModel = "../shared/models/stories260K/stories260K.bin";
+constexpr const char* kDefaultTokenizer = "../shared/models/stories260K/tok512.bin";
+
+void usage(std::FILE* f) {
+  std::fprintf(f,
+      "usage: headwise run [MODEL] [options]\n"
+      "  MODEL            model.json, a folder with model.json, or a llama2.c checkpoint .bin\n"
+      "                   (default: %s if present, else a built-in model with random weights)\n"
+      "  --tokenizer FILE tokenizer.bin (required with a .bin checkpoint; default for the\n"
+      "                   default model: %s)\n"
+      "  --prompt TEXT    prompt (default: empty)\n"
+      "  -n, --steps N    positions to run, prompt included (default 256; capped at the context)\n"
+      "  --temp T         temperature, 0 = greedy (default 1.0)\n"
+      "  --top-p P        nucleus sampling threshold in (0,1] (default 0.9)\n"
+      "  --seed S         random seed, > 0 (default: time-based, printed on stderr)\n"
+      "  --threads N      threads (default: all cores)\n"
+      "  --logits FILE    write the logits of every prompt position as a [positions][vocab]\n"
+      "                   float32 .npy\n"
+      "  --verbose        describe the model and plan on stderr\n",
+      kDefaultModel, kDefaultTokenizer);
+}
+
+bool exists(const std::string& p) {
+  std::FILE* f = std::fopen(p.c_str(), "rb");
+  if (f) std::fclose(f);
+  return f != nullptr;
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+long peak_rss_kib() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "headwise run: %s\n", s.message().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  Args a;
+  if (!a.parse(argc, argv, {"help", "verbose"},
+               {"tokenizer", "prompt", "n", "steps", "temp", "top-p", "seed", "threads", "logits"})) {
+    std::fprintf(stderr, "headwise run: %s\n", a.error().c_str());
+    usage(stderr);
+    return 2;
+  }
+  if (a.has("help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (a.positional().size() > 1) {
+    std::fprintf(stderr, "headwise run: one MODEL at most, got %zu\n", a.positional().size());
+    return 2;
+  }
+  const std::string prompt = a.str("prompt");
+  const long long steps_arg = a.has("steps") ? a.integer("steps", 256) : a.integer("n", 256);
+  const double temp = a.number("temp", 1.0);
+  const double top_p = a.number("top-p", 0.9);
+  long long seed = a.integer("seed", 0);
+  const long long threads = a.integer("threads", 0);
+  if (!a.ok()) {
+    std::fprintf(stderr, "headwise run: %s\n", a.error().c_str());
+    return 2;
+  }
+  if (steps_arg <= 0 || temp < 0 || !(top_p > 0 && top_p <= 1) || threads < 0 ||
+      (a.has("seed") && seed <= 0)) {
+    std::fprintf(stderr,
+                 "headwise run: need -n > 0, --temp >= 0, 0 < --top-p <= 1, --threads >= 0, --seed > 0\n");
+    return 2;
+  }
+  if (!a.has("seed")) seed = static_cast<long long>(std::time(nullptr));
+
+  const double t_load = now();
+  std::shared_ptr<const Model> model;
+  std::string model_path = a.positional().empty() ? "" : a.positional()[0];
+  ModelOptions mo;
+  mo.tokenizer = a.str("tokenizer");
+  if (model_path.empty() && exists(kDefaultModel)) {
+    model_path = kDefaultModel;
+    if (mo.tokenizer.empty()) mo.tokenizer = kDefaultTokenizer;
+  }
+  if (model_path.empty()) {
+    std::fprintf(stderr,
+                 "headwise run: %s is not here (it comes from ../shared/models, see its README:\n"
+                 "  Karpathy's TinyStories stories260K from the llama2.c project).\n"
+                 "  Running the same pipeline on a BUILT-IN MODEL WITH SEEDED RANDOM WEIGHTS:\n"
+                 "  its text is noise, not a trained model's output.\n",
+                 kDefaultModel);
+    Status s = builtin_model(&model);
+    if (!s.ok()) return fail(s);
+  } else {
+    Status s = Model::load(model_path, mo, &model);
+    if (!s.ok()) return fail(s);
+  }
+  if (!model->tokenizer())
+    return fail(invalid_argument(model_path + ": no tokenizer; give one with --tokenizer FILE"));
+  const double load_s = now() - t_load;
+  const ModelInfo& info = model->info();
+  if (a.has("verbose"))
+    std::fprintf(stderr,
+                 "model %s (%s): vocab %d, d_model %d, %d layers, %d heads (%d kv), head_dim %d, "
+                 "context %d; weights %.1f MiB; activations %lld floats per token; kernels %s\n",
+                 info.name.c_str(), info.source.c_str(), info.vocab_size, info.d_model,
+                 info.n_layers, info.n_heads, info.n_kv_heads, info.head_dim, info.max_seq_len,
+                 info.weight_bytes / 1048576.0, static_cast<long long>(info.activation_floats_per_row),
+                 isa_name());
+
+  const Tokenizer& tok = *model->tokenizer();
+  const std::vector<int32_t> ids = tok.encode(prompt, true);
+  const int n = static_cast<int>(ids.size());
+  const int steps = static_cast<int>(std::min<long long>(steps_arg, info.max_seq_len));
+  if (n > info.max_seq_len)
+    return fail(out_of_range("the prompt is " + std::to_string(n) + " tokens, longer than the context of " +
+                             std::to_string(info.max_seq_len)));
+
+  SessionOptions so;
+  so.threads = static_cast<int>(threads);
+  so.all_logits = a.has("logits");
+  std::unique_ptr<Session> session;
+  {
+    Status s = model->open_session(so, &session);
+    if (!s.ok()) return fail(s);
+  }
+
+  // Prompt: one prefill pass over the tokens that fit in `steps` positions.
+  const int feed = std::min(n, steps);
+  const double t0 = now();
+  {
+    Status s = session->prefill(ids.data(), feed);
+    if (!s.ok()) return fail(s);
+  }
+  const double prefill_s = now() - t0;
+  if (a.has("logits")) {
+    Status s = write_npy_f32(a.str("logits"), session->all_logits().data(), {feed, info.vocab_size});
+    if (!s.ok()) return fail(s);
+  }
+  // Printed tokens are t_1 .. t_steps: prompt tokens while there are any, then samples.
+  for (int i = 1; i < std::min(n, steps + 1); ++i) std::fputs(tok.decode(ids[i - 1], ids[i]).c_str(), stdout);
+  std::fflush(stdout);
+
+  Sampler sampler(info.vocab_size, static_cast<float>(temp), static_cast<float>(top_p),
+                  static_cast<uint64_t>(seed));
+  int generated = 0;
+  const double t1 = now();
+  if (steps >= n) {
+    int32_t token = ids[n - 1];
+    for (int k = n; k <= steps; ++k) {
+      const int32_t next = sampler.sample(session->logits());
+      if (next == Tokenizer::kBos) break;  // llama2.c's end of text
+      std::fputs(tok.decode(token, next).c_str(), stdout);
+      std::fflush(stdout);
+      ++generated;
+      if (k == steps) break;
+      Status s = session->decode(next);
+      if (!s.ok()) return fail(s);
+      token = next;
+    }
+  }
+  const double gen_s = now() - t1;
+  std::fputs("\n", stdout);
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "load %.3f s | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.1f tokens/s | "
+               "threads %d | kernels %s | seed %lld | peak memory %.1f MiB\n",
+               load_s, feed, feed / std::max(prefill_s, 1e-9), generated,
+               generated / std::max(gen_s, 1e-9), threads ? static_cast<int>(threads) : 0, isa_name(),
+               seed, peak_rss_kib() / 1024.0);
+  return 0;
+}
+
+}  // namespace headwise::tools
