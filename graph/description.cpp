@@ -2,6 +2,8 @@
 // and the field: "model.json: block[3] (linear): field 'weight' must be a string".
 #include "graph/description.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -269,6 +271,18 @@ Status load_description(const std::string& path, ModelDesc* out) {
 
 namespace {
 
+// A float as the shortest decimal that reads back to the same float ("1e-05", not the
+// double expansion of 1e-5f).
+double tidy(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  for (int prec = 1; prec <= 9; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, x);
+    if (std::strtof(buf, nullptr) == x) break;
+  }
+  return std::strtod(buf, nullptr);
+}
+
 nlohmann::ordered_json node_json(const NodeDesc& n) {
   using ojson = nlohmann::ordered_json;
   ojson o;
@@ -280,10 +294,10 @@ nlohmann::ordered_json node_json(const NodeDesc& n) {
   if (n.op == OpKind::linear || n.op == OpKind::logits)
     if (n.layout == WeightLayout::in_out) o["layout"] = "in_out";
   if (!n.split.empty()) o["split"] = n.split;
-  if (n.eps > 0) o["eps"] = n.eps;
+  if (n.eps > 0) o["eps"] = tidy(n.eps);
   if (n.op == OpKind::attention) {
     o["causal"] = n.causal;
-    if (n.scale > 0) o["scale"] = n.scale;
+    if (n.scale > 0) o["scale"] = tidy(n.scale);
   }
   if (n.op == OpKind::gelu) o["approximate"] = n.gelu_tanh ? "tanh" : "none";
   return o;
@@ -309,8 +323,8 @@ std::string description_to_json(const ModelDesc& d, const std::string& weights_f
   st["n_kv_heads"] = s.n_kv_heads;
   st["head_dim"] = s.head_dim;
   st["max_seq_len"] = s.max_seq_len;
-  st["norm_eps"] = s.norm_eps;
-  st["rope_theta"] = s.rope_theta;
+  st["norm_eps"] = tidy(s.norm_eps);
+  st["rope_theta"] = tidy(s.rope_theta);
   st["rope_style"] = s.rope_style == kernels::RopeStyle::half ? "half" : "interleaved";
   root["settings"] = st;
   for (auto [key, nodes] : {std::pair{"embed", &d.embed}, {"block", &d.block}, {"head", &d.head}}) {
