@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -31,6 +32,8 @@ void usage(std::FILE* f) {
       "  --tokenizer FILE tokenizer.bin (required with a .bin checkpoint; default for the\n"
       "                   default model: %s)\n"
       "  --prompt TEXT    prompt (default: empty)\n"
+      "  --tokens IDS     the prompt as comma-separated token ids instead of text (BOS is not\n"
+      "                   added; without a tokenizer, generated ids are printed one per line)\n"
       "  -n, --steps N    positions to run, prompt included (default 256; capped at the context)\n"
       "  --temp T         temperature, 0 = greedy (default 1.0)\n"
       "  --top-p P        nucleus sampling threshold in (0,1] (default 0.9)\n"
@@ -58,6 +61,25 @@ long peak_rss_kib() {
   return ru.ru_maxrss;
 }
 
+bool parse_ids(const std::string& text, std::vector<int32_t>* out) {
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t used = 0;
+    long long v;
+    try {
+      v = std::stoll(text.substr(i), &used);
+    } catch (...) {
+      return false;
+    }
+    if (v < INT32_MIN || v > INT32_MAX) return false;
+    out->push_back(static_cast<int32_t>(v));
+    i += used;
+    if (i < text.size() && text[i] != ',') return false;
+    ++i;
+  }
+  return !out->empty();
+}
+
 int fail(const Status& s) {
   std::fprintf(stderr, "headwise run: %s\n", s.message().c_str());
   return 1;
@@ -68,7 +90,7 @@ int fail(const Status& s) {
 int cmd_run(int argc, char** argv) {
   Args a;
   if (!a.parse(argc, argv, {"help", "verbose"},
-               {"tokenizer", "prompt", "n", "steps", "temp", "top-p", "seed", "threads", "logits"})) {
+               {"tokenizer", "prompt", "tokens", "n", "steps", "temp", "top-p", "seed", "threads", "logits"})) {
     std::fprintf(stderr, "headwise run: %s\n", a.error().c_str());
     usage(stderr);
     return 2;
@@ -121,8 +143,13 @@ int cmd_run(int argc, char** argv) {
     Status s = Model::load(model_path, mo, &model);
     if (!s.ok()) return fail(s);
   }
-  if (!model->tokenizer())
-    return fail(invalid_argument(model_path + ": no tokenizer; give one with --tokenizer FILE"));
+  if (!model->tokenizer() && !a.has("tokens"))
+    return fail(invalid_argument(model_path + ": no tokenizer; give one with --tokenizer FILE "
+                                 "(or feed token ids with --tokens)"));
+  if (a.has("tokens") && a.has("prompt")) {
+    std::fprintf(stderr, "headwise run: give --prompt or --tokens, not both\n");
+    return 2;
+  }
   const double load_s = now() - t_load;
   const ModelInfo& info = model->info();
   if (a.has("verbose"))
@@ -134,9 +161,22 @@ int cmd_run(int argc, char** argv) {
                  info.weight_bytes / 1048576.0, static_cast<long long>(info.activation_floats_per_row),
                  isa_name());
 
-  const Tokenizer& tok = *model->tokenizer();
-  const std::vector<int32_t> ids = tok.encode(prompt, true);
+  const Tokenizer* tok = model->tokenizer();
+  std::vector<int32_t> ids;
+  if (a.has("tokens")) {
+    if (!parse_ids(a.str("tokens"), &ids)) {
+      std::fprintf(stderr, "headwise run: --tokens must be comma-separated integers, got '%s'\n",
+                   a.str("tokens").c_str());
+      return 2;
+    }
+  } else {
+    ids = tok->encode(prompt, true);
+  }
   const int n = static_cast<int>(ids.size());
+  // Text when there is a tokenizer, else one id per line.
+  auto piece = [&](int32_t prev, int32_t id) {
+    return tok ? tok->decode(prev, id) : std::to_string(id) + "\n";
+  };
   const int steps = static_cast<int>(std::min<long long>(steps_arg, info.max_seq_len));
   if (n > info.max_seq_len)
     return fail(out_of_range("the prompt is " + std::to_string(n) + " tokens, longer than the context of " +
@@ -164,7 +204,7 @@ int cmd_run(int argc, char** argv) {
     if (!s.ok()) return fail(s);
   }
   // Printed tokens are t_1 .. t_steps: prompt tokens while there are any, then samples.
-  for (int i = 1; i < std::min(n, steps + 1); ++i) std::fputs(tok.decode(ids[i - 1], ids[i]).c_str(), stdout);
+  for (int i = 1; i < std::min(n, steps + 1); ++i) std::fputs(piece(ids[i - 1], ids[i]).c_str(), stdout);
   std::fflush(stdout);
 
   Sampler sampler(info.vocab_size, static_cast<float>(temp), static_cast<float>(top_p),
@@ -176,7 +216,7 @@ int cmd_run(int argc, char** argv) {
     for (int k = n; k <= steps; ++k) {
       const int32_t next = sampler.sample(session->logits());
       if (next == Tokenizer::kBos) break;  // llama2.c's end of text
-      std::fputs(tok.decode(token, next).c_str(), stdout);
+      std::fputs(piece(token, next).c_str(), stdout);
       std::fflush(stdout);
       ++generated;
       if (k == steps) break;
