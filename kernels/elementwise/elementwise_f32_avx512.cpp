@@ -1,0 +1,16 @@
+// AVX-512 instantiation of the element-wise bodies (compiled with -mavx512f/bw/dq/vl):
+// 16 floats per vector.
+#include "kernels/simd/simd_xsimd.hpp"
+#include "kernels/simd/math_xsimd.hpp"
+#include "kernels/elementwise/elementwise_impl.hpp"
+
+namespace headwise::kernels {
+namespace {
+using S = simd::F32<xsimd::avx512bw>;
+static_assert(S::W == 16);
+constexpr ElemKernels kKernels = ElemBody<S>::table();
+}  // namespace
+
+const ElemKernels& elementwise_f32__avx512() { return kKernels; }
+
+}  // namespace headwise::kernels
