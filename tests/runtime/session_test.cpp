@@ -1,0 +1,173 @@
+// Sessions: one-pass prefill, chunked prefill, token-by-token decode and batched decode
+// must agree; bad tokens and context overflow are errors, not crashes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include "headwise/model.hpp"
+
+namespace headwise::test {
+namespace {
+
+std::shared_ptr<const Model> tiny() {
+  std::shared_ptr<const Model> m;
+  const Status s = Model::synthetic("tiny", 7, &m);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return m;
+}
+
+std::shared_ptr<const Model> stories() {
+  const std::string dir = std::string(HEADWISE_SHARED_DIR) + "/models/stories260K/";
+  if (!std::ifstream(dir + "stories260K.bin")) return nullptr;
+  ModelOptions o;
+  o.tokenizer = dir + "tok512.bin";
+  std::shared_ptr<const Model> m;
+  const Status s = Model::load(dir + "stories260K.bin", o, &m);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return m;
+}
+
+std::vector<int32_t> random_tokens(int n, int vocab, unsigned seed) {
+  std::mt19937 g(seed);
+  std::vector<int32_t> t(n);
+  for (int& x : t) x = static_cast<int32_t>(g() % vocab);
+  t[0] = 1;
+  return t;
+}
+
+double max_abs(const float* a, const float* b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
+  return m;
+}
+
+// Logits of every position, three ways: one prefill pass, prefill in chunks of 7, and
+// one decode call per token. Tolerance: 1e-4 absolute on the logits.
+void check_prefill_decode(const Model& m, int T, int threads) {
+  const int V = m.info().vocab_size;
+  const auto tokens = random_tokens(T, V, 3);
+  SessionOptions all;
+  all.all_logits = true;
+  all.threads = threads;
+  std::unique_ptr<Session> one, chunked, stepped;
+  ASSERT_TRUE(m.open_session(all, &one).ok());
+  ASSERT_TRUE(one->prefill(tokens).ok());
+  ASSERT_EQ(one->all_logits().size(), size_t(T) * V);
+
+  SessionOptions ch = all;
+  ch.max_chunk = 7;
+  ASSERT_TRUE(m.open_session(ch, &chunked).ok());
+  std::vector<float> chunk_logits;
+  for (int i = 0; i < T; i += 7) {
+    const int n = std::min(7, T - i);
+    ASSERT_TRUE(chunked->prefill(tokens.data() + i, n).ok());
+    chunk_logits.insert(chunk_logits.end(), chunked->all_logits().begin(), chunked->all_logits().end());
+  }
+  EXPECT_LE(max_abs(one->all_logits().data(), chunk_logits.data(), chunk_logits.size()), 1e-4);
+
+  SessionOptions dec;
+  dec.threads = threads;
+  ASSERT_TRUE(m.open_session(dec, &stepped).ok());
+  double worst = 0;
+  for (int i = 0; i < T; ++i) {
+    ASSERT_TRUE(stepped->decode(tokens[i]).ok());
+    worst = std::max(worst, max_abs(stepped->logits(), one->all_logits().data() + size_t(i) * V, V));
+  }
+  EXPECT_LE(worst, 1e-4) << "prefill vs token-by-token decode";
+  EXPECT_EQ(stepped->position(), T);
+  // The last position's logits are what logits() returns after a prefill.
+  EXPECT_EQ(max_abs(one->logits(), one->all_logits().data() + size_t(T - 1) * V, V), 0.0);
+}
+
+TEST(Session, PrefillChunksAndDecodeAgreeTiny) {
+  auto m = tiny();
+  for (int threads : {1, 2}) check_prefill_decode(*m, 70, threads);
+}
+
+TEST(Session, PrefillChunksAndDecodeAgreeStories) {
+  auto m = stories();
+  if (!m) GTEST_SKIP() << "../shared/models not present";
+  for (int threads : {1, 2}) check_prefill_decode(*m, 100, threads);
+}
+
+// decode_batch over sessions at different positions equals stepping each alone; sessions
+// join and leave the batch between steps.
+TEST(Session, BatchedDecodeEqualsSingle) {
+  auto m = tiny();
+  const int V = m->info().vocab_size;
+  const int S = 4;
+  std::vector<std::unique_ptr<Session>> batch(S), alone(S);
+  for (int s = 0; s < S; ++s) {
+    ASSERT_TRUE(m->open_session({}, &batch[s]).ok());
+    ASSERT_TRUE(m->open_session({}, &alone[s]).ok());
+    const auto prompt = random_tokens(5 + 9 * s, V, 11 + s);
+    ASSERT_TRUE(batch[s]->prefill(prompt).ok());
+    ASSERT_TRUE(alone[s]->prefill(prompt).ok());
+  }
+  std::mt19937 g(5);
+  for (int step = 0; step < 12; ++step) {
+    // members this step: everyone except one that sits out in turn
+    std::vector<Session*> members;
+    std::vector<int> idx;
+    for (int s = 0; s < S; ++s)
+      if (s != step % (S + 1)) {
+        members.push_back(batch[s].get());
+        idx.push_back(s);
+      }
+    std::vector<int32_t> tok(members.size());
+    for (int32_t& t : tok) t = static_cast<int32_t>(g() % V);
+    ASSERT_TRUE(Session::decode_batch(members.data(), tok.data(), static_cast<int>(members.size())).ok());
+    for (size_t i = 0; i < members.size(); ++i) {
+      ASSERT_TRUE(alone[idx[i]]->decode(tok[i]).ok());
+      EXPECT_EQ(batch[idx[i]]->position(), alone[idx[i]]->position());
+      EXPECT_LE(max_abs(batch[idx[i]]->logits(), alone[idx[i]]->logits(), V), 1e-5)
+          << "step " << step << " session " << idx[i];
+    }
+  }
+}
+
+TEST(Session, BadTokensAndOverflowAreErrors) {
+  auto m = tiny();
+  const int V = m->info().vocab_size;
+  SessionOptions o;
+  o.max_context = 16;
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(m->open_session(o, &s).ok());
+  Status st = s->decode(V);
+  EXPECT_EQ(st.code(), StatusCode::out_of_range);
+  EXPECT_NE(st.message().find(std::to_string(V)), std::string::npos) << st.message();
+  st = s->decode(-1);
+  EXPECT_EQ(st.code(), StatusCode::out_of_range);
+  std::vector<int32_t> many(17, 5);
+  st = s->prefill(many);
+  EXPECT_EQ(st.code(), StatusCode::out_of_range);
+  EXPECT_NE(st.message().find("context of 16"), std::string::npos) << st.message();
+  EXPECT_EQ(s->position(), 0);  // nothing was consumed
+  ASSERT_TRUE(s->prefill(std::vector<int32_t>(16, 5)).ok());
+  EXPECT_EQ(s->decode(5).code(), StatusCode::out_of_range);
+  s->reset();
+  EXPECT_TRUE(s->decode(5).ok());
+  o.max_context = m->info().max_seq_len + 1;
+  EXPECT_EQ(m->open_session(o, &s).code(), StatusCode::invalid_argument);
+}
+
+TEST(Session, ProfileCountsEveryOp) {
+  auto m = tiny();
+  SessionOptions o;
+  o.profile = true;
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(m->open_session(o, &s).ok());
+  ASSERT_TRUE(s->prefill(random_tokens(9, m->info().vocab_size, 1)).ok());
+  ASSERT_TRUE(s->decode(3).ok());
+  ASSERT_FALSE(s->timings().empty());
+  for (const OpTiming& t : s->timings()) {
+    EXPECT_EQ(t.calls, 2) << t.where;
+    EXPECT_GE(t.seconds, 0.0);
+  }
+  EXPECT_EQ(s->trace().size(), 2 * s->timings().size());
+}
+
+}  // namespace
+}  // namespace headwise::test
