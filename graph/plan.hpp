@@ -20,9 +20,11 @@ struct Plan {
   std::vector<float> rope_cos, rope_sin;  // (max_seq_len, head_dim/2)
   size_t packed_weight_bytes = 0;
 
+  // Floats per position of K (and of V) in a KV-cache slot. A slot holds K for every
+  // position, then V: each is (max_context, kv_width), rows dense, so the K and V
+  // projections write into the cache with the row stride of a plain [M][N] output
+  // (oneDNN 2.6 falls back to its reference matmul for any other output stride).
   int kv_width() const { return graph.settings.n_kv_heads * graph.settings.head_dim; }
-  // floats per position per KV slot: K then V
-  int kv_row() const { return 2 * kv_width(); }
 };
 
 Status build_plan(Graph graph, std::unique_ptr<Plan>* out);

@@ -35,9 +35,9 @@ class Run {
     const Group& grp = g_.groups[g_.values[v].group];
     if (grp.kv_slot >= 0 && s_.seqs.size() == 1) {
       const StepSeq& q = s_.seqs[0];
-      float* base = q.buf->kv_slot(plan_, grp.kv_slot) + size_t(q.pos0) * plan_.kv_row() +
-                    grp.kv_part * plan_.kv_width();
-      return {base, plan_.kv_row()};
+      float* base = (grp.kv_part ? q.buf->v_slot(plan_, grp.kv_slot) : q.buf->k_slot(plan_, grp.kv_slot)) +
+                    size_t(q.pos0) * plan_.kv_width();
+      return {base, plan_.kv_width()};
     }
     return {s_.arena + grp.offset * s_.M, grp.cols};
   }
@@ -154,13 +154,13 @@ class Run {
     const View q = at(n.in[0]), k = at(n.in[1]), v = at(n.in[2]), o = at(n.out[0]);
     const int kvw = plan_.kv_width();
     for (const StepSeq& sq : s_.seqs) {
-      float* kc = sq.buf->kv_slot(plan_, n.kv_slot);  // (max_context, kv_row)
-      float* vc = kc + kvw;
+      float* kc = sq.buf->k_slot(plan_, n.kv_slot);  // (max_context, kv_width)
+      float* vc = sq.buf->v_slot(plan_, n.kv_slot);
       if (s_.seqs.size() > 1) {
         // Batched step: this sequence's new K/V rows go from the arena to its cache.
         for (int r = 0; r < sq.rows; ++r) {
-          std::memcpy(kc + size_t(sq.pos0 + r) * plan_.kv_row(), k.p + (sq.row0 + r) * k.stride, kvw * sizeof(float));
-          std::memcpy(vc + size_t(sq.pos0 + r) * plan_.kv_row(), v.p + (sq.row0 + r) * v.stride, kvw * sizeof(float));
+          std::memcpy(kc + size_t(sq.pos0 + r) * kvw, k.p + (sq.row0 + r) * k.stride, kvw * sizeof(float));
+          std::memcpy(vc + size_t(sq.pos0 + r) * kvw, v.p + (sq.row0 + r) * v.stride, kvw * sizeof(float));
         }
       }
       AttentionParams a;
@@ -174,8 +174,8 @@ class Run {
       a.scale = n.scale;
       a.threads = s_.threads;
       const AttnInput qi{q.p + sq.row0 * q.stride, 0, q.stride, n.head_dim};
-      const AttnInput ki{kc, 0, plan_.kv_row(), n.head_dim};
-      const AttnInput vi{vc, 0, plan_.kv_row(), n.head_dim};
+      const AttnInput ki{kc, 0, kvw, n.head_dim};
+      const AttnInput vi{vc, 0, kvw, n.head_dim};
       const AttnOutput oo{o.p + sq.row0 * o.stride, 0, o.stride, n.head_dim};
       const Status st = headwise::attention(a, qi, ki, vi, oo);
       if (!st.ok()) return Status(st.code(), n.where + ": " + st.message());
@@ -193,7 +193,7 @@ class Run {
         tap.q_stride = q.stride;
         tap.k = kc;
         tap.v = vc;
-        tap.kv_stride = plan_.kv_row();
+        tap.kv_stride = kvw;
         tap.kv_len = a.kv_len;
         tap.out = oo.data;
         tap.out_stride = o.stride;

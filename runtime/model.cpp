@@ -59,7 +59,7 @@ struct ModelBuilder {
       if (n.w) info.weight_bytes += size_t(n.w_rows * n.w_cols) * sizeof(float);
     }
     info.activation_floats_per_row = plan.graph.arena_cols;
-    info.kv_bytes_per_token = size_t(plan.graph.kv_slots) * plan.kv_row() * sizeof(float);
+    info.kv_bytes_per_token = size_t(plan.graph.kv_slots) * 2 * plan.kv_width() * sizeof(float);
     *out = std::move(model);
     return Status::Ok();
   }

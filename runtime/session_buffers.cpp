@@ -20,7 +20,7 @@ Status SessionBuffers::create(const graph::Plan& plan, int max_context, int max_
   auto b = std::make_unique<SessionBuffers>();
   const graph::Graph& g = plan.graph;
   b->max_context = max_context;
-  const size_t kv = size_t(g.kv_slots) * max_context * plan.kv_row();
+  const size_t kv = size_t(g.kv_slots) * 2 * max_context * plan.kv_width();
   const size_t arena = size_t(g.arena_cols) * max_chunk;
   const size_t logits = size_t(all_logits ? max_chunk : 1) * g.settings.vocab_size;
   if (!b->kv.resize(kv) || !b->arena.resize(arena) || !b->logits.resize(logits))

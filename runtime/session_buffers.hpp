@@ -30,7 +30,7 @@ class AlignedFloats {
 };
 
 struct SessionBuffers {
-  AlignedFloats kv;      // (kv_slots, max_context, 2 · kv_heads · head_dim): K then V
+  AlignedFloats kv;      // (kv_slots, 2, max_context, kv_heads · head_dim): K block, V block
   AlignedFloats arena;   // (arena_cols · max_chunk): group g at offset_g · rows
   AlignedFloats logits;  // (max_chunk if all_logits else 1, vocab)
   std::vector<int32_t> pos;  // (max_chunk,) position of each row of a step
@@ -39,9 +39,12 @@ struct SessionBuffers {
 
   static Status create(const graph::Plan& plan, int max_context, int max_chunk,
                        bool all_logits, std::unique_ptr<SessionBuffers>* out);
-  // K cache of a slot: (max_context, kv_row) with V at +kv_width.
-  float* kv_slot(const graph::Plan& plan, int slot) const {
-    return kv.data() + size_t(slot) * max_context * plan.kv_row();
+  // K and V of a slot, each (max_context, kv_width).
+  float* k_slot(const graph::Plan& plan, int slot) const {
+    return kv.data() + size_t(2 * slot) * max_context * plan.kv_width();
+  }
+  float* v_slot(const graph::Plan& plan, int slot) const {
+    return k_slot(plan, slot) + size_t(max_context) * plan.kv_width();
   }
 };
 

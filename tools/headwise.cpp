@@ -19,7 +19,11 @@ const Command kCommands[] = {
     {"convert", headwise::tools::cmd_convert,
      "convert a llama2.c checkpoint into model.json + model.safetensors + tokenizer.bin"},
     {"bench", headwise::tools::cmd_bench,
-     "measure kernels and models: 'bench attention ...' (see 'headwise bench --help')"},
+     "measure kernels and models: 'bench attention ...' | 'bench MODEL|--synthetic NAME' (see 'headwise bench --help')"},
+    {"maps", headwise::tools::cmd_maps,
+     "attention maps of a prompt as one self-contained HTML page (and PNGs)"},
+    {"heads", headwise::tools::cmd_heads,
+     "what each attention head does: previous-token/sink/local/induction scores, ablation"},
 };
 
 void usage(std::FILE* f) {

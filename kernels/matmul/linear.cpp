@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include <oneapi/dnnl/dnnl.hpp>
 
 namespace headwise::kernels {
@@ -36,7 +38,7 @@ dnnl::matmul::primitive_desc make_pd(int M, int K, int N, int64_t ldx, int64_t l
 
 }  // namespace
 
-char* LinearScratch::get(size_t n) {
+char* LinearScratch::Buffer::get(size_t n) {
   if (n > size) {
     data.reset(new char[n]);
     size = n;
@@ -105,6 +107,17 @@ const PackedLinear::Prim* PackedLinear::primitive(int M, int64_t ldx, int64_t ld
 Status PackedLinear::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
                          LinearScratch* scratch) const {
   if (M <= 0) return Status::Ok();
+  if (M > 1 && (ldx != K_ || ldy != N_)) {
+    // oneDNN 2.6 runs strided (non-dense) matmuls on its reference path, hundreds of
+    // times slower: stage through dense rows instead (the plan avoids this case; this
+    // keeps any other caller correct and fast).
+    float* xd = reinterpret_cast<float*>(scratch->staging.get(size_t(M) * (K_ + N_) * sizeof(float)));
+    float* yd = xd + size_t(M) * K_;
+    for (int r = 0; r < M; ++r) std::copy(x + r * ldx, x + r * ldx + K_, xd + size_t(r) * K_);
+    HW_RETURN_IF_ERROR(run(xd, K_, yd, N_, M, threads, scratch));
+    for (int r = 0; r < M; ++r) std::copy(yd + size_t(r) * N_, yd + size_t(r + 1) * N_, y + r * ldy);
+    return Status::Ok();
+  }
   try {
     const Prim* p = primitive(M, ldx, ldy);
     // oneDNN's OpenMP runtime uses the calling thread's max-threads setting.
@@ -119,7 +132,7 @@ Status PackedLinear::run(const float* x, int64_t ldx, float* y, int64_t ldy, int
     if (impl_->has_bias) args.insert({DNNL_ARG_BIAS, impl_->bias});
     if (p->scratch_bytes) {
       memory sp(memory::desc({static_cast<memory::dim>(p->scratch_bytes)}, dt::u8, tag::a),
-                cpu_engine(), scratch->get(p->scratch_bytes));
+                cpu_engine(), scratch->pad.get(p->scratch_bytes));
       args.insert({DNNL_ARG_SCRATCHPAD, sp});
     }
     p->prim.execute(stream, args);

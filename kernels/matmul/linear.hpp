@@ -19,11 +19,15 @@
 
 namespace headwise::kernels {
 
-// Per-caller scratch for oneDNN (grown on demand, reused across calls).
+// Per-caller scratch (grown on demand, reused across calls): oneDNN's scratchpad, and
+// dense staging rows for strided inputs/outputs.
 struct LinearScratch {
-  std::unique_ptr<char[]> data;
-  size_t size = 0;
-  char* get(size_t n);
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    size_t size = 0;
+    char* get(size_t n);
+  };
+  Buffer pad, staging;
 };
 
 class PackedLinear {
