@@ -90,7 +90,8 @@ Status induction_tokens(const Model& model, int L, uint64_t seed, std::vector<in
   for (int32_t id = 3; id < model.info().vocab_size; ++id)
     if (!tok || id >= tok->vocab_size() || !is_byte_piece(tok->piece(id))) pool.push_back(id);
   if (int(pool.size()) < L)
-    return invalid_argument("induction_tokens: " + std::to_string(L) + " distinct tokens wanted, the vocabulary has " +
+    return invalid_argument("induction_tokens: " + std::to_string(L) +
+                            " distinct tokens wanted, the vocabulary has " +
                             std::to_string(pool.size()) + " ordinary ones");
   // Partial Fisher–Yates: the first L entries become a random draw without repeats.
   uint64_t state = seed;
