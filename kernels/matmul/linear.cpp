@@ -6,6 +6,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "kernels/matmul/gemv.hpp"
+
 namespace headwise::kernels {
 namespace {
 
@@ -51,7 +53,31 @@ struct PackedLinear::Impl {
   memory weights;         // reordered, owned by oneDNN
   memory bias;            // (1, N) or empty
   bool has_bias = false;
+  BlockedWeights blocked;  // .w set when the layout is one the small-M GEMV reads
 };
+
+namespace {
+
+// Recognises oneDNN's [N/NB][K/KB][KB][NB] layout (see gemv.hpp) from its descriptor.
+BlockedWeights describe_blocked(const memory::desc& md, const float* data, int K, int N) {
+  BlockedWeights b;
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.ndims != 2 || d.offset0 != 0) return b;
+  const dnnl_blocking_desc_t& blk = d.format_desc.blocking;
+  if (blk.inner_nblks != 2 || blk.inner_idxs[0] != 0 || blk.inner_idxs[1] != 1) return b;
+  const int KB = static_cast<int>(blk.inner_blks[0]), NB = static_cast<int>(blk.inner_blks[1]);
+  const int64_t Kp = d.padded_dims[0], Np = d.padded_dims[1];
+  if (Kp % KB || Np % NB || blk.strides[0] != int64_t(KB) * NB || blk.strides[1] != Kp * NB) return b;
+  b.w = data;
+  b.K = K;
+  b.N = N;
+  b.KB = KB;
+  b.NB = NB;
+  b.Kp = static_cast<int>(Kp);
+  return b;
+}
+
+}  // namespace
 
 struct PackedLinear::Prim {
   dnnl::matmul prim;
@@ -77,6 +103,7 @@ Status PackedLinear::create(const float* w, int K, int N, int64_t stride_k, int6
     im.weights = memory(im.wmd, cpu_engine());
     dnnl::stream s(cpu_engine());
     dnnl::reorder(src, im.weights).execute(s, src, im.weights);
+    im.blocked = describe_blocked(im.wmd, static_cast<const float*>(im.weights.get_data_handle()), K, N);
     if (bias) {
       im.has_bias = true;
       im.bias = memory(memory::desc({1, N}, dt::f32, tag::ab), cpu_engine());
@@ -107,6 +134,33 @@ const PackedLinear::Prim* PackedLinear::primitive(int M, int64_t ldx, int64_t ld
 Status PackedLinear::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
                          LinearScratch* scratch) const {
   if (M <= 0) return Status::Ok();
+  const BlockedWeights& bw = impl_->blocked;
+  if (M <= kGemvMaxRows && bw.w) {
+    if (GemvFn fn = gemv_kernel(active_isa(), bw.NB)) {
+      if (bw.Kp != K_) {  // the GEMV reads Kp inputs per row: stage them zero padded
+        float* xp = reinterpret_cast<float*>(scratch->staging.get(size_t(M) * bw.Kp * sizeof(float)));
+        for (int r = 0; r < M; ++r) {
+          std::copy(x + r * ldx, x + r * ldx + K_, xp + size_t(r) * bw.Kp);
+          std::fill(xp + size_t(r) * bw.Kp + K_, xp + size_t(r + 1) * bw.Kp, 0.0f);
+        }
+        x = xp;
+        ldx = bw.Kp;
+      }
+      const float* bias = impl_->has_bias ? static_cast<const float*>(impl_->bias.get_data_handle()) : nullptr;
+      const int blocks = (N_ + bw.NB - 1) / bw.NB;
+      int nt = threads > 0 ? threads : omp_get_max_threads();
+      if (omp_in_parallel()) nt = 1;
+      nt = std::max(1, std::min(nt, blocks));
+      // Contiguous runs of output blocks per thread: each streams its own part of W.
+#pragma omp parallel num_threads(nt)
+      {
+        const int t = omp_get_thread_num(), n = omp_get_num_threads();
+        const int b0 = int(int64_t(blocks) * t / n), b1 = int(int64_t(blocks) * (t + 1) / n);
+        if (b0 < b1) fn(bw, bias, x, ldx, y, ldy, M, b0 * bw.NB, std::min(N_, b1 * bw.NB));
+      }
+      return Status::Ok();
+    }
+  }
   if (M > 1 && (ldx != K_ || ldy != N_)) {
     // oneDNN 2.6 runs strided (non-dense) matmuls on its reference path, hundreds of
     // times slower: stage through dense rows instead (the plan avoids this case; this
@@ -146,6 +200,9 @@ Status PackedLinear::run(const float* x, int64_t ldx, float* y, int64_t ldy, int
 size_t PackedLinear::weight_bytes() const { return impl_->wmd.get_size(); }
 
 std::string PackedLinear::implementation(int M) const {
+  if (M <= kGemvMaxRows && impl_->blocked.w && gemv_kernel(active_isa(), impl_->blocked.NB))
+    return "headwise:gemv_blocked_" + std::to_string(impl_->blocked.KB) + "x" +
+           std::to_string(impl_->blocked.NB) + ":" + isa_name(active_isa());
   try {
     return primitive(M, K_, N_)->impl;
   } catch (const dnnl::error& e) {
