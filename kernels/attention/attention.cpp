@@ -29,7 +29,7 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 // Minimum keys per decode chunk: below this, merging partials costs more than the
 // extra parallelism gains.
-constexpr int kMinChunkKeys = 256;
+constexpr int kMinChunkKeys = 64;
 // Upper bound on chunks per (batch, kv head), so the merge keeps its weights on the stack.
 constexpr int kMaxChunks = 64;
 }  // namespace

@@ -40,6 +40,18 @@ struct AttnDecode {
     return S::hsum(a0 + a1);
   }
 
+  // acc(0 .. NV·W) += Σ_j w_j · v(j, 0 .. NV·W), rows of v vstride apart.
+  template <int NV>
+  static inline void pv(float* acc, const float* v, int64_t vstride, const float* w, int nk) {
+    V a[NV];
+    for (int u = 0; u < NV; ++u) a[u] = S::load(acc + u * W);
+    for (int j = 0; j < nk; ++j) {
+      const V wj = S::set1(w[j]);
+      for (int u = 0; u < NV; ++u) a[u] = S::fma(wj, S::load(v + j * vstride + u * W), a[u]);
+    }
+    for (int u = 0; u < NV; ++u) S::store(acc + u * W, a[u]);
+  }
+
   // Rows r = t·Hq + hq (query position t, query head hq); part row r holds m, l, acc.
   static void run(const AttnProblem& p, int b, int k0, int k1, float* part, float* scratch) {
     const int D = p.head_dim, G = p.group(), Hq = p.q_heads, R = p.q_len * Hq;
@@ -127,26 +139,27 @@ struct AttnDecode {
         }
       }
 
-      // 3) acc(r) += Σ_j P(r, j) · V(kb + j, hq / G), NV feature vectors in registers
+      // 3) acc(r) += Σ_j P(r, j) · V(kb + j, hq / G): up to 8 feature vectors of the
+      //    row stay in registers while the keys stream past, so each V row slice is read
+      //    once, front to back.
       for (int r = 0; r < R; ++r) {
         const float* vr = p.v.at(b, kb, (r % Hq) / G);
         const float* w = sc + size_t(r) * KT;
         float* acc = part + r * P + kPartAcc;
-        constexpr int NV = 8;
         int d = 0;
-        for (; d + NV * W <= D; d += NV * W) {
-          V a[NV];
-          for (int u = 0; u < NV; ++u) a[u] = S::load(acc + d + u * W);
-          for (int j = 0; j < nk; ++j) {
-            const V wj = S::set1(w[j]);
-            for (int u = 0; u < NV; ++u) a[u] = S::fma(wj, S::load(vr + j * p.v.st + d + u * W), a[u]);
+        for (; d + W <= D;) {
+          const int nv = std::min(8, (D - d) / W);
+          switch (nv) {
+            case 8: pv<8>(acc + d, vr + d, p.v.st, w, nk); break;
+            case 7: pv<7>(acc + d, vr + d, p.v.st, w, nk); break;
+            case 6: pv<6>(acc + d, vr + d, p.v.st, w, nk); break;
+            case 5: pv<5>(acc + d, vr + d, p.v.st, w, nk); break;
+            case 4: pv<4>(acc + d, vr + d, p.v.st, w, nk); break;
+            case 3: pv<3>(acc + d, vr + d, p.v.st, w, nk); break;
+            case 2: pv<2>(acc + d, vr + d, p.v.st, w, nk); break;
+            default: pv<1>(acc + d, vr + d, p.v.st, w, nk); break;
           }
-          for (int u = 0; u < NV; ++u) S::store(acc + d + u * W, a[u]);
-        }
-        for (; d + W <= D; d += W) {
-          V a = S::load(acc + d);
-          for (int j = 0; j < nk; ++j) a = S::fma(S::set1(w[j]), S::load(vr + j * p.v.st + d), a);
-          S::store(acc + d, a);
+          d += nv * W;
         }
         for (; d < D; ++d) {
           float a = acc[d];
