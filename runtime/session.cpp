@@ -83,6 +83,7 @@ Status Session::prefill(const int32_t* tokens, int n) {
 
 Status Session::decode_batch(Session* const* sessions, const int32_t* tokens, int n, int threads) {
   if (n <= 0 || !sessions || !tokens) return invalid_argument("decode_batch: no sessions");
+  if (!sessions[0]) return invalid_argument("decode_batch: session 0 is null");
   const Model* model = &sessions[0]->model();
   for (int i = 0; i < n; ++i) {
     if (!sessions[i]) return invalid_argument("decode_batch: session " + std::to_string(i) + " is null");
@@ -94,7 +95,13 @@ Status Session::decode_batch(Session* const* sessions, const int32_t* tokens, in
     const Status s = check_tokens(*sessions[i], tokens + i, 1);
     if (!s.ok()) return Status(s.code(), "decode_batch: session " + std::to_string(i) + ": " + s.message());
   }
-  if (n == 1) return sessions[0]->decode(tokens[0]);
+  if (n == 1) {  // a batch of one is a plain decode, at the threads asked for
+    const int own = sessions[0]->threads_;
+    if (threads) sessions[0]->threads_ = threads;
+    const Status s = sessions[0]->decode(tokens[0]);
+    sessions[0]->threads_ = own;
+    return s;
+  }
 
   const graph::Plan& plan = model->plan();
   const int vocab = model->info().vocab_size;

@@ -25,5 +25,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+test_options=()
+[[ "${1:-}" == "--test" ]] && test_options+=(-DHEADWISE_TEST_TSAN=ON)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${test_options[@]}"
 cmake --build build -j"$(nproc)"
