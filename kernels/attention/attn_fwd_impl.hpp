@@ -190,11 +190,20 @@ struct AttnFwd {
       }
 
       // 4) Ot = α ⊙ Ot + Vᵀ · P, blocked over NDR features
+      //    A short remainder (D = 128 = 21·6 + 2) would run with too few accumulators to
+      //    hide the FMA latency, so the last full block and it are split evenly (… + 4 + 4).
+      const int full = D % NDR != 0 && D % NDR < NDR / 2 && D >= NDR ? D / NDR - 1 : D / NDR;
       for (int r = 0; r < QV; r += QR) {
         float* Or = Ot + r * W;
         const float* Sr = St + r * W;
         int d = 0;
-        for (; d + NDR <= D; d += NDR) pv_block<NDR>(Or + d * QT, Sr, vbase + d, vst, nk, alpha + r);
+        for (; d < full * NDR; d += NDR) pv_block<NDR>(Or + d * QT, Sr, vbase + d, vst, nk, alpha + r);
+        const int left = D - d;
+        if (left > NDR) {
+          const int half = left / 2;
+          pv_tail<NDR - 1>(half, Or + d * QT, Sr, vbase + d, vst, nk, alpha + r);
+          d += half;
+        }
         if (d < D) pv_tail<NDR - 1>(D - d, Or + d * QT, Sr, vbase + d, vst, nk, alpha + r);
       }
     }
