@@ -26,6 +26,7 @@ template <class S, int KT>
 struct AttnDecode {
   using V = typename S::V;
   static constexpr int W = S::W;
+  static constexpr int kPvGroup = 8;  // positions per pass of step 3
 
   // q · k over D features (the query row is zero padded to a multiple of W).
   static inline float dot(const float* q, const float* k, int D) {
@@ -139,32 +140,37 @@ struct AttnDecode {
         }
       }
 
-      // 3) acc(r) += Σ_j P(r, j) · V(kb + j, hq / G): up to 8 feature vectors of the
-      //    row stay in registers while the keys stream past, so each V row slice is read
-      //    once, front to back.
-      for (int r = 0; r < R; ++r) {
-        const float* vr = p.v.at(b, kb, (r % Hq) / G);
-        const float* w = sc + size_t(r) * KT;
-        float* acc = part + r * P + kPartAcc;
-        int d = 0;
-        for (; d + W <= D;) {
-          const int nv = std::min(8, (D - d) / W);
-          switch (nv) {
-            case 8: pv<8>(acc + d, vr + d, p.v.st, w, nk); break;
-            case 7: pv<7>(acc + d, vr + d, p.v.st, w, nk); break;
-            case 6: pv<6>(acc + d, vr + d, p.v.st, w, nk); break;
-            case 5: pv<5>(acc + d, vr + d, p.v.st, w, nk); break;
-            case 4: pv<4>(acc + d, vr + d, p.v.st, w, nk); break;
-            case 3: pv<3>(acc + d, vr + d, p.v.st, w, nk); break;
-            case 2: pv<2>(acc + d, vr + d, p.v.st, w, nk); break;
-            default: pv<1>(acc + d, vr + d, p.v.st, w, nk); break;
+      // 3) acc(r) += Σ_j P(r, j) · V(kb + j, hq / G), kPvGroup positions at a time: each
+      //    row's accumulator (up to 8 feature vectors) stays in registers across the
+      //    group, and walking the rows head by head reads the group's kPvGroup V rows front
+      //    to back — kPvGroup sequential streams the prefetchers follow (measured on S4:
+      //    ~20% more bandwidth than one head over the whole block of KT positions).
+      for (int j0 = 0; j0 < nk; j0 += kPvGroup) {
+        const int nj = std::min(kPvGroup, nk - j0);
+        for (int r = 0; r < R; ++r) {
+          const float* vr = p.v.at(b, kb + j0, (r % Hq) / G);
+          const float* w = sc + size_t(r) * KT + j0;
+          float* acc = part + r * P + kPartAcc;
+          int d = 0;
+          while (d + W <= D) {
+            const int nv = std::min(8, (D - d) / W);
+            switch (nv) {
+              case 8: pv<8>(acc + d, vr + d, p.v.st, w, nj); break;
+              case 7: pv<7>(acc + d, vr + d, p.v.st, w, nj); break;
+              case 6: pv<6>(acc + d, vr + d, p.v.st, w, nj); break;
+              case 5: pv<5>(acc + d, vr + d, p.v.st, w, nj); break;
+              case 4: pv<4>(acc + d, vr + d, p.v.st, w, nj); break;
+              case 3: pv<3>(acc + d, vr + d, p.v.st, w, nj); break;
+              case 2: pv<2>(acc + d, vr + d, p.v.st, w, nj); break;
+              default: pv<1>(acc + d, vr + d, p.v.st, w, nj); break;
+            }
+            d += nv * W;
           }
-          d += nv * W;
-        }
-        for (; d < D; ++d) {
-          float a = acc[d];
-          for (int j = 0; j < nk; ++j) a += w[j] * vr[j * p.v.st + d];
-          acc[d] = a;
+          for (; d < D; ++d) {
+            float a = acc[d];
+            for (int jj = 0; jj < nj; ++jj) a += w[jj] * vr[jj * p.v.st + d];
+            acc[d] = a;
+          }
         }
       }
     }
