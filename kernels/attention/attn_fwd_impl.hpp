@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/attention/attention.hpp"
 
@@ -37,63 +38,164 @@ struct AttnFwd {
   static constexpr int W = S::W;
   static constexpr int QT = QV * W;  // queries per tile
 
-  // St(i, :) = Σ_d K(key_i, d) · Qt(d, :) for NK keys and the QR query vectors at Qt/St.
-  template <int NK>
+  // ---- register-blocked micro-kernels over NQ ≤ QR query vectors ------------------------
+
+  // St(i, :) = Σ_d K(key_i, d) · Qt(d, :) for NK keys and the NQ query vectors at Qt/St.
+  template <int NK, int NQ>
   static inline void qk_block(const float* Qt, int D, const float* const* krow, float* St) {
-    V acc[NK][QR];
+    V acc[NK][NQ];
     for (int i = 0; i < NK; ++i)
-      for (int v = 0; v < QR; ++v) acc[i][v] = S::zero();
+      for (int v = 0; v < NQ; ++v) acc[i][v] = S::zero();
     for (int d = 0; d < D; ++d) {
-      V q[QR];
-      for (int v = 0; v < QR; ++v) q[v] = S::loada(Qt + d * QT + v * W);
+      V q[NQ];
+      for (int v = 0; v < NQ; ++v) q[v] = S::loada(Qt + d * QT + v * W);
       for (int i = 0; i < NK; ++i) {
         const V kb = S::set1(krow[i][d]);
-        for (int v = 0; v < QR; ++v) acc[i][v] = S::fma(kb, q[v], acc[i][v]);
+        for (int v = 0; v < NQ; ++v) acc[i][v] = S::fma(kb, q[v], acc[i][v]);
       }
     }
     for (int i = 0; i < NK; ++i)
-      for (int v = 0; v < QR; ++v) S::storea(St + i * QT + v * W, acc[i][v]);
+      for (int v = 0; v < NQ; ++v) S::storea(St + i * QT + v * W, acc[i][v]);
   }
 
-  // Ot(d0 .. d0+ND−1, :) = α ⊙ Ot(d, :) + Σ_{j<nk} V(j, d) · St(j, :)
-  // v0 points at V(k0, d0); rows are vstride floats apart. (Copying the V tile to
+  // Ot(d0 .. d0+ND−1, :) = α ⊙ Ot(d, :) + Σ_{j<nk} V(j, d) · St(j, :) for NQ query vectors.
+  // v0 points at V(key 0, d0); rows are vstride floats apart. (Copying the V tile to
   // contiguous rows first measured ~10% slower: the copy is a separate, load-bound
   // phase, while here the strided loads overlap the FMAs.)
-  template <int ND>
+  template <int ND, int NQ>
   static inline void pv_block(float* Ot, const float* St, const float* v0, int64_t vstride,
                               int nk, const V* alpha) {
-    V acc[ND][QR];
+    V acc[ND][NQ];
     for (int i = 0; i < ND; ++i)
-      for (int v = 0; v < QR; ++v) acc[i][v] = S::loada(Ot + i * QT + v * W) * alpha[v];
+      for (int v = 0; v < NQ; ++v) acc[i][v] = S::loada(Ot + i * QT + v * W) * alpha[v];
     for (int j = 0; j < nk; ++j) {
-      V pj[QR];
-      for (int v = 0; v < QR; ++v) pj[v] = S::loada(St + j * QT + v * W);
+      V pj[NQ];
+      for (int v = 0; v < NQ; ++v) pj[v] = S::loada(St + j * QT + v * W);
       const float* vj = v0 + j * vstride;
       for (int i = 0; i < ND; ++i) {
         const V vb = S::set1(vj[i]);
-        for (int v = 0; v < QR; ++v) acc[i][v] = S::fma(vb, pj[v], acc[i][v]);
+        for (int v = 0; v < NQ; ++v) acc[i][v] = S::fma(vb, pj[v], acc[i][v]);
       }
     }
     for (int i = 0; i < ND; ++i)
-      for (int v = 0; v < QR; ++v) S::storea(Ot + i * QT + v * W, acc[i][v]);
+      for (int v = 0; v < NQ; ++v) S::storea(Ot + i * QT + v * W, acc[i][v]);
   }
 
-  template <int NK>
-  static inline void qk_tail(int nk, const float* Qt, int D, const float* const* krow,
-                             float* St) {
+  template <int NK, int NQ>
+  static inline void qk_tail(int nk, const float* Qt, int D, const float* const* krow, float* St) {
     if constexpr (NK > 0) {
-      if (nk == NK) return qk_block<NK>(Qt, D, krow, St);
-      return qk_tail<NK - 1>(nk, Qt, D, krow, St);
+      if (nk == NK) return qk_block<NK, NQ>(Qt, D, krow, St);
+      return qk_tail<NK - 1, NQ>(nk, Qt, D, krow, St);
     }
   }
 
-  template <int ND>
-  static inline void pv_tail(int nd, float* Ot, const float* St, const float* v0,
-                             int64_t vstride, int nk, const V* alpha) {
+  template <int ND, int NQ>
+  static inline void pv_tail(int nd, float* Ot, const float* St, const float* v0, int64_t vstride,
+                             int nk, const V* alpha) {
     if constexpr (ND > 0) {
-      if (nd == ND) return pv_block<ND>(Ot, St, v0, vstride, nk, alpha);
-      return pv_tail<ND - 1>(nd, Ot, St, v0, vstride, nk, alpha);
+      if (nd == ND) return pv_block<ND, NQ>(Ot, St, v0, vstride, nk, alpha);
+      return pv_tail<ND - 1, NQ>(nd, Ot, St, v0, vstride, nk, alpha);
     }
+  }
+
+  // Q·Kᵀ for nk keys and NQ query vectors starting at vector v.
+  template <int NQ>
+  static void qk_vectors(int v, const float* Qt, int D, const float* kbase, int64_t kst, int nk,
+                         float* St) {
+    const float* krow[NKR];
+    int j = 0;
+    for (; j + NKR <= nk; j += NKR) {
+      for (int i = 0; i < NKR; ++i) krow[i] = kbase + (j + i) * kst;
+      qk_block<NKR, NQ>(Qt + v * W, D, krow, St + j * QT + v * W);
+    }
+    if (j < nk) {
+      for (int i = 0; i < nk - j; ++i) krow[i] = kbase + (j + i) * kst;
+      qk_tail<NKR - 1, NQ>(nk - j, Qt + v * W, D, krow, St + j * QT + v * W);
+    }
+  }
+
+  // P·V for nk keys and NQ query vectors starting at vector v, blocked over NDR
+  // features. A short remainder (D = 128 = 21·6 + 2) would run with too few
+  // accumulators to hide the FMA latency, so the last full block and it are split
+  // evenly (… + 4 + 4).
+  template <int NQ>
+  static void pv_vectors(int v, float* Ot, const float* St, const float* vbase, int64_t vst,
+                         int D, int nk, const V* alpha) {
+    float* Or = Ot + v * W;
+    const float* Sr = St + v * W;
+    const int full = D % NDR != 0 && D % NDR < NDR / 2 && D >= NDR ? D / NDR - 1 : D / NDR;
+    int d = 0;
+    for (; d < full * NDR; d += NDR) pv_block<NDR, NQ>(Or + d * QT, Sr, vbase + d, vst, nk, alpha + v);
+    const int left = D - d;
+    if (left > NDR) {
+      const int half = left / 2;
+      pv_tail<NDR - 1, NQ>(half, Or + d * QT, Sr, vbase + d, vst, nk, alpha + v);
+      d += half;
+    }
+    if (d < D) pv_tail<NDR - 1, NQ>(D - d, Or + d * QT, Sr, vbase + d, vst, nk, alpha + v);
+  }
+
+  // Runs f.template operator()<NQ>(v) over query vectors [vs, QV) in register blocks of
+  // QR, the last one narrower when QV − vs is not a multiple of QR.
+  template <class F>
+  static inline void over_vectors(int vs, F&& f) {
+    int v = vs;
+    for (; v + QR <= QV; v += QR) f(std::integral_constant<int, QR>(), v);
+    switch (QV - v) {
+      case 0: break;
+      case 1: if constexpr (QR > 1) f(std::integral_constant<int, 1>(), v); break;
+      case 2: if constexpr (QR > 2) f(std::integral_constant<int, 2>(), v); break;
+      case 3: if constexpr (QR > 3) f(std::integral_constant<int, 3>(), v); break;
+      default: assert(false);
+    }
+  }
+
+  // ---- one step of the online softmax --------------------------------------------------
+  // Keys key0 .. key0+nk−1 against query vectors [vs, QV); vectors below vs see none of
+  // these keys (causal) and are left alone.
+  static void keys(const AttnProblem& p, float* Qt, float* Ot, float* St, float* m, float* l,
+                   const float* kbase, const float* vbase, int key0, int nk, int vs, int q_pos0) {
+    const int D = p.head_dim;
+    const int64_t kst = p.k.st, vst = p.v.st;
+
+    // 1) scores: St(j, :) = K(key0 + j) · Qt
+    over_vectors(vs, [&](auto nq, int v) { qk_vectors<decltype(nq)::value>(v, Qt, D, kbase, kst, nk, St); });
+
+    // 2) causal mask, only where a key lies past the first live query's position:
+    //    key key0 + j is hidden from query lane r when key0 + j > q_pos0 + r.
+    if (p.causal && key0 + nk - 1 > q_pos0 + vs * W) {
+      for (int j = 0; j < nk; ++j) {
+        const int bound = key0 + j - q_pos0;  // query lanes r < bound are hidden
+        for (int v = vs; v < QV && v * W < bound; ++v) {
+          float* s = St + j * QT + v * W;
+          S::storea(s, S::mask_lt(S::loada(s), v * W, bound));
+        }
+      }
+    }
+
+    // 3) online softmax, per query lane:
+    //    m' = max(m, max_j S(j)); P(j) = 2^(S(j) − m'); α = 2^(m − m'); l = α·l + Σ_j P(j)
+    V alpha[QV];
+    for (int v = vs; v < QV; ++v) {
+      V mx = S::loada(m + v * W);
+      for (int j = 0; j < nk; ++j) mx = S::max(mx, S::loada(St + j * QT + v * W));
+      // A lane that has seen no visible key yet keeps m' = −inf; a finite reference
+      // (−3e38) keeps 2^(−inf − (−inf)) from making a NaN: its P and α are all 0.
+      const V mref = S::max(mx, S::set1(-3.0e38f));
+      V sum = S::zero();
+      for (int j = 0; j < nk; ++j) {
+        float* s = St + j * QT + v * W;
+        const V pj = S::exp2(S::loada(s) - mref);
+        S::storea(s, pj);
+        sum = sum + pj;
+      }
+      alpha[v] = S::exp2(S::loada(m + v * W) - mref);
+      S::storea(l + v * W, S::fma(alpha[v], S::loada(l + v * W), sum));
+      S::storea(m + v * W, mx);
+    }
+
+    // 4) Ot = α ⊙ Ot + Vᵀ · P
+    over_vectors(vs, [&](auto nq, int v) { pv_vectors<decltype(nq)::value>(v, Ot, St, vbase, vst, D, nk, alpha); });
   }
 
   static void run(const AttnProblem& p, int b, int hq, int q0, float* scratch) {
@@ -121,10 +223,10 @@ struct AttnFwd {
     for (int r = 0; r < QT; ++r) m[r] = -INFINITY, l[r] = 0.0f;
 
     // Keys this tile can see: below the valid length, and (causal) at or before the
-    // position of its last query. Query r sits at key position off + q0 + r.
-    const int off = p.causal_offset();
+    // position of its last query. Query r sits at key position q_pos0 + r.
+    const int q_pos0 = p.causal_offset() + q0;
     int kend = p.kv_valid ? std::min(p.kv_len, p.kv_valid[b]) : p.kv_len;
-    if (p.causal) kend = std::min(kend, off + q0 + nq);
+    if (p.causal) kend = std::min(kend, q_pos0 + nq);
     const int64_t kst = p.k.st, vst = p.v.st;
 
     for (int k0 = 0; k0 < kend; k0 += KT) {
@@ -132,8 +234,8 @@ struct AttnFwd {
       const float* kbase = p.k.at(b, k0, hk);
       const float* vbase = p.v.at(b, k0, hk);
 
-      // 0) ask for the next tile's K and V rows now (into L2): a head's K and V exceed
-      //    L2 for long sequences, and every query tile streams them again.
+      // Ask for the next tile's K and V rows now (into L2): a head's K and V exceed L2
+      // for long sequences, and every query tile streams them again.
       if (k0 + KT < kend) {
         const int nn = std::min(KT, kend - k0 - KT);
         for (int j = 0; j < nn; ++j)
@@ -143,68 +245,18 @@ struct AttnFwd {
           }
       }
 
-      // 1) scores: St(j, :) = K(k0 + j) · Qt
-      const float* krow[NKR];
-      int j = 0;
-      for (; j + NKR <= nk; j += NKR) {
-        for (int i = 0; i < NKR; ++i) krow[i] = kbase + (j + i) * kst;
-        for (int r = 0; r < QV; r += QR) qk_block<NKR>(Qt + r * W, D, krow, St + j * QT + r * W);
+      if (!p.causal || k0 + nk - 1 <= q_pos0 || W == 1) {
+        keys(p, Qt, Ot, St, m, l, kbase, vbase, k0, nk, 0, q_pos0);
+        continue;
       }
-      if (j < nk) {
-        for (int i = 0; i < nk - j; ++i) krow[i] = kbase + (j + i) * kst;
-        for (int r = 0; r < QV; r += QR)
-          qk_tail<NKR - 1>(nk - j, Qt + r * W, D, krow, St + j * QT + r * W);
-      }
-
-      // 2) causal mask, only on tiles that reach past the first query's position:
-      //    key k0 + j is hidden from query r when k0 + j > off + q0 + r.
-      if (p.causal && k0 + nk - 1 > off + q0) {
-        for (int jj = 0; jj < nk; ++jj) {
-          const int bound = k0 + jj - off - q0;  // query lanes r < bound are hidden
-          for (int v = 0; v < QV && v * W < bound; ++v) {
-            float* s = St + jj * QT + v * W;
-            S::storea(s, S::mask_lt(S::loada(s), v * W, bound));
-          }
-        }
-      }
-
-      // 3) online softmax, per query lane:
-      //    m' = max(m, max_j S(j)); P(j) = 2^(S(j) − m'); α = 2^(m − m'); l = α·l + Σ_j P(j)
-      V alpha[QV];
-      for (int v = 0; v < QV; ++v) {
-        V mx = S::loada(m + v * W);
-        for (int jj = 0; jj < nk; ++jj) mx = S::max(mx, S::loada(St + jj * QT + v * W));
-        // A lane that has seen no visible key yet keeps m' = −inf; a finite reference
-        // (−3e38) keeps 2^(−inf − (−inf)) from making a NaN: its P and α are all 0.
-        const V mref = S::max(mx, S::set1(-3.0e38f));
-        V sum = S::zero();
-        for (int jj = 0; jj < nk; ++jj) {
-          float* s = St + jj * QT + v * W;
-          const V pj = S::exp2(S::loada(s) - mref);
-          S::storea(s, pj);
-          sum = sum + pj;
-        }
-        alpha[v] = S::exp2(S::loada(m + v * W) - mref);
-        S::storea(l + v * W, S::fma(alpha[v], S::loada(l + v * W), sum));
-        S::storea(m + v * W, mx);
-      }
-
-      // 4) Ot = α ⊙ Ot + Vᵀ · P, blocked over NDR features
-      //    A short remainder (D = 128 = 21·6 + 2) would run with too few accumulators to
-      //    hide the FMA latency, so the last full block and it are split evenly (… + 4 + 4).
-      const int full = D % NDR != 0 && D % NDR < NDR / 2 && D >= NDR ? D / NDR - 1 : D / NDR;
-      for (int r = 0; r < QV; r += QR) {
-        float* Or = Ot + r * W;
-        const float* Sr = St + r * W;
-        int d = 0;
-        for (; d < full * NDR; d += NDR) pv_block<NDR>(Or + d * QT, Sr, vbase + d, vst, nk, alpha + r);
-        const int left = D - d;
-        if (left > NDR) {
-          const int half = left / 2;
-          pv_tail<NDR - 1>(half, Or + d * QT, Sr, vbase + d, vst, nk, alpha + r);
-          d += half;
-        }
-        if (d < D) pv_tail<NDR - 1>(D - d, Or + d * QT, Sr, vbase + d, vst, nk, alpha + r);
+      // The diagonal tile: the keys past q_pos0 are visible to only part of the tile.
+      // In chunks of W keys, skip the query vectors that see none of the chunk (the
+      // upper triangle), which would otherwise be half of this tile's work.
+      for (int j = 0; j < nk; j += W) {
+        const int bound = k0 + j - q_pos0;  // query lanes below it miss key k0 + j
+        const int vs = std::clamp(bound / W, 0, QV - 1);
+        keys(p, Qt, Ot, St, m, l, kbase + j * kst, vbase + j * vst, k0 + j, std::min(W, nk - j),
+             bound > 0 ? vs : 0, q_pos0);
       }
     }
 
