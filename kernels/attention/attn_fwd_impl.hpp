@@ -210,14 +210,20 @@ struct AttnFwd {
     float* l = m + QT;                 // (QT,) running sum of 2^(s − m)
 
     // Qt(d, r) = Q(q0 + r, d) · scale · log2(e): the softmax then runs in base 2.
+    // W×W blocks are transposed in registers; rows past the last query are zeros.
     const float c = p.scale * kLog2e;
-    for (int r = 0; r < QT; ++r) {
-      if (r < nq) {
-        const float* q = p.q.at(b, q0 + r, hq);
-        for (int d = 0; d < D; ++d) Qt[d * QT + r] = q[d] * c;
-      } else {
-        for (int d = 0; d < D; ++d) Qt[d * QT + r] = 0.0f;
+    for (int r0 = 0; r0 < QT; r0 += W) {
+      const float* qrow[W];
+      for (int i = 0; i < W; ++i) qrow[i] = r0 + i < nq ? p.q.at(b, q0 + r0 + i, hq) : nullptr;
+      int d = 0;
+      for (; d + W <= D; d += W) {
+        V blk[W];
+        for (int i = 0; i < W; ++i) blk[i] = qrow[i] ? S::load(qrow[i] + d) * S::set1(c) : S::zero();
+        S::transpose(blk);
+        for (int i = 0; i < W; ++i) S::storea(Qt + (d + i) * QT + r0, blk[i]);
       }
+      for (; d < D; ++d)
+        for (int i = 0; i < W; ++i) Qt[d * QT + r0 + i] = qrow[i] ? qrow[i][d] * c : 0.0f;
     }
     for (size_t i = 0; i < size_t(D) * QT; ++i) Ot[i] = 0.0f;
     for (int r = 0; r < QT; ++r) m[r] = -INFINITY, l[r] = 0.0f;
@@ -261,10 +267,25 @@ struct AttnFwd {
     }
 
     // O(q0 + r, :) = Ot(:, r) / l(r); a query that saw no key (l = 0) gets zeros.
-    for (int r = 0; r < nq; ++r) {
-      float* o = p.o.at(b, q0 + r, hq);
-      const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-      for (int dd = 0; dd < D; ++dd) o[dd] = Ot[dd * QT + r] * inv;
+    for (int r0 = 0; r0 < nq; r0 += W) {
+      float* orow[W];
+      float inv[W];
+      for (int i = 0; i < W; ++i) {
+        const int r = r0 + i;
+        orow[i] = r < nq ? p.o.at(b, q0 + r, hq) : nullptr;
+        inv[i] = r < nq && l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+      }
+      int d = 0;
+      for (; d + W <= D; d += W) {
+        V blk[W];
+        for (int i = 0; i < W; ++i) blk[i] = S::loada(Ot + (d + i) * QT + r0);
+        S::transpose(blk);
+        for (int i = 0; i < W; ++i)
+          if (orow[i]) S::store(orow[i] + d, blk[i] * S::set1(inv[i]));
+      }
+      for (; d < D; ++d)
+        for (int i = 0; i < W; ++i)
+          if (orow[i]) orow[i][d] = Ot[d * QT + r0 + i] * inv[i];
     }
   }
 };

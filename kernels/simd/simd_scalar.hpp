@@ -24,6 +24,7 @@ struct Scalar {
   static inline V load_partial(const float* p, int n) { return n > 0 ? *p : 0.0f; }
   static inline V mask_lt(V x, int first, int bound) { return first < bound ? -INFINITY : x; }
   static inline V hsum_lanes(const V* acc) { return acc[0]; }
+  static inline void transpose(V*) {}  // a 1×1 block
   static inline V exp2(V x) { return x < -126.0f ? 0.0f : std::exp2(x); }
 };
 

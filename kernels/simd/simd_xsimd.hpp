@@ -74,6 +74,64 @@ struct F32 {
     return xsimd::haddp(acc);
   }
 
+  // Transposes the W×W block r[0..W) in place (r[i] lane j ↔ r[j] lane i): how query
+  // tiles move between row layout and the "one feature of W queries per vector" layout.
+  static inline void transpose(V* r) {
+#if defined(__AVX512F__)
+    if constexpr (W == 16) {
+      __m512 t[16], u[16];
+      for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+      }
+      for (int i = 0; i < 4; ++i) {
+        u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+      }
+      for (int i = 0; i < 4; ++i) {
+        t[i] = _mm512_shuffle_f32x4(u[i], u[4 + i], 0x88);
+        t[4 + i] = _mm512_shuffle_f32x4(u[i], u[4 + i], 0xdd);
+        t[8 + i] = _mm512_shuffle_f32x4(u[8 + i], u[12 + i], 0x88);
+        t[12 + i] = _mm512_shuffle_f32x4(u[8 + i], u[12 + i], 0xdd);
+      }
+      for (int i = 0; i < 8; ++i) {
+        r[i] = V(_mm512_shuffle_f32x4(t[i], t[8 + i], 0x88));
+        r[8 + i] = V(_mm512_shuffle_f32x4(t[i], t[8 + i], 0xdd));
+      }
+      return;
+    }
+#endif
+#if defined(__AVX2__)
+    if constexpr (W == 8) {
+      __m256 t[8], u[8];
+      for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+      }
+      for (int i = 0; i < 2; ++i) {
+        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+      }
+      for (int i = 0; i < 4; ++i) {
+        r[i] = V(_mm256_permute2f128_ps(u[i], u[4 + i], 0x20));
+        r[4 + i] = V(_mm256_permute2f128_ps(u[i], u[4 + i], 0x31));
+      }
+      return;
+    }
+#endif
+    alignas(64) float t[W * W];
+    for (int i = 0; i < W; ++i) r[i].store_aligned(t + i * W);
+    for (int i = 0; i < W; ++i) {
+      alignas(64) float c[W];
+      for (int j = 0; j < W; ++j) c[j] = t[j * W + i];
+      r[i] = V::load_aligned(c);
+    }
+  }
+
   // 2^x for x <= 0 (the softmax range), relative error < 2e-7; x < -126 gives exactly 0
   // (so masked scores of -inf contribute nothing).
   // Cephes exp2f: 2^x = 2^n · p(f), n = round(x), f = x − n ∈ [−½, ½].
