@@ -36,6 +36,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import fmt, load_torch_at_its_best, print_table  # noqa: E402
+
 # name: architecture and dimensions (same as headwise::Model::synthetic)
 MODELS = {
     "gpt2-small": dict(arch="gpt2", layers=12, d=768, heads=12, kv_heads=12, d_ff=3072,
@@ -251,23 +254,6 @@ def run_torch(torch, args, name, plen):
 
 # --- output -------------------------------------------------------------------------
 
-def fmt(v, spec):
-    return "-" if v is None else format(v, spec)
-
-
-def print_table(head, rows, markdown):
-    if markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|")
-        for r in rows:
-            print("| " + " | ".join(r) + " |")
-        return
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    print("  ".join(h.rjust(w) for h, w in zip(head, widths)))
-    for r in rows:
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
-
-
 def batch_check(args):
     hw = run_headwise(args, ["--synthetic", "gpt2-small", "--prompt-len", "512",
                              "--gen-len", "16", "--batch", "8"], dict(os.environ))
@@ -289,20 +275,7 @@ def main():
     if args.batch_check:
         batch_check(args)  # headwise only: torch is not loaded at all
         return
-    # headwise runs with the environment this script was given, untouched; only the
-    # torch side (this process) gets OpenBLAS settings that let it run at its best: no
-    # forced core type or L2 size, N BLAS threads, and OpenMP threads that sleep rather
-    # than spin between calls. They must be set before torch loads OpenBLAS.
-    headwise_env = dict(os.environ)
-    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(var, None)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
-    os.environ["OMP_WAIT_POLICY"] = "passive"
-    try:
-        import torch
-    except ImportError as e:
-        sys.exit("compare_models_torch: cannot import torch (%s); run with /usr/bin/python3" % e)
-    torch.set_num_threads(args.threads)
+    torch, headwise_env = load_torch_at_its_best(args.threads, "compare_models_torch")
 
     rows, peaks = [], []
     for name in args.models:

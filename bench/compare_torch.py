@@ -28,6 +28,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import fmt, load_torch_at_its_best, print_table  # noqa: E402
+
 # name: (batch, q_len, kv_len, q_heads, kv_heads, head_dim, causal)
 SHAPES = {
     "S1": (1, 1024, 1024, 12, 12, 64, True),
@@ -131,41 +134,13 @@ def run_torch(torch, args, shape):
     return statistics.median(times), cpu / (w1 - w0)
 
 
-def fmt(v, spec):
-    return "-" if v is None else format(v, spec)
-
-
-def print_table(rows, markdown):
-    head = ["shape", "headwise ms", "GFLOP/s", "% peak", "GB/s", "% bw", "cpu/wall",
-            "torch ms", "torch GFLOP/s", "torch cpu/wall", "torch ms / headwise ms"]
-    if markdown:
-        print("| " + " | ".join(head) + " |")
-        print("|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|")
-        for r in rows:
-            print("| " + " | ".join(r) + " |")
-        return
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    print("  ".join(h.rjust(w) for h, w in zip(head, widths)))
-    for r in rows:
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+HEAD = ["shape", "headwise ms", "GFLOP/s", "% peak", "GB/s", "% bw", "cpu/wall",
+        "torch ms", "torch GFLOP/s", "torch cpu/wall", "torch ms / headwise ms"]
 
 
 def main():
     args = parse_args()
-    # headwise runs with the environment this script was given, untouched; only the
-    # torch side (this process) gets OpenBLAS settings that let it run at its best: no
-    # forced core type or L2 size, N BLAS threads, and OpenMP threads that sleep rather
-    # than spin between calls. They must be set before torch loads OpenBLAS.
-    headwise_env = dict(os.environ)
-    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(var, None)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
-    os.environ["OMP_WAIT_POLICY"] = "passive"
-    try:
-        import torch
-    except ImportError as e:
-        sys.exit("compare_torch: cannot import torch (%s); run with /usr/bin/python3" % e)
-    torch.set_num_threads(args.threads)
+    torch, headwise_env = load_torch_at_its_best(args.threads, "compare_torch")
 
     rows, peaks = [], []
     for name in args.shapes:
@@ -196,7 +171,7 @@ def main():
         print("  " + p)
     print("cpu/wall well below %d means other work shared the cores during that run\n"
           % args.threads)
-    print_table(rows, args.markdown)
+    print_table(HEAD, rows, args.markdown)
 
 
 if __name__ == "__main__":

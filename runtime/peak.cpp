@@ -51,10 +51,12 @@ double time_fma(double (*probe)(int64_t, float*), int n, double secs) {
   return best;
 }
 
-// GB/s reading `bytes` spread over n threads: best of 3 passes.
+// GB/s reading `floats` spread over n threads: the best of 8 passes (the first one,
+// which also warms the TLBs, is not counted). Memory bandwidth on a shared host moves
+// with the neighbours' load, so the best pass is the machine's limit.
 double time_read(float (*probe)(const float*, size_t), const float* buf, size_t floats, int n) {
   double best = 0;
-  for (int rep = 0; rep < 4; ++rep) {
+  for (int rep = 0; rep < 9; ++rep) {
     float sum = 0;
     const auto t0 = Clock::now();
 #pragma omp parallel num_threads(n) reduction(+ : sum)

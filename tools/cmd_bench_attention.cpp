@@ -24,6 +24,7 @@
 #include "headwise/peak.hpp"
 #include "kernels/dispatch.hpp"
 #include "tools/args.hpp"
+#include "tools/process_stats.hpp"
 
 namespace headwise::tools {
 namespace {
@@ -76,19 +77,6 @@ Buffer random_buffer(size_t n, uint64_t seed, int threads) {
     p[i] = float(int64_t(z >> 40) - (int64_t(1) << 23)) * (1.0f / (1 << 23));
   }
   return b;
-}
-
-double cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto sec = [](const timeval& t) { return double(t.tv_sec) + t.tv_usec * 1e-6; };
-  return sec(ru.ru_utime) + sec(ru.ru_stime);
-}
-
-double peak_rss_bytes() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_maxrss) * 1024.0;  // Linux reports KiB
 }
 
 // A JSON number, or null for "not measured".

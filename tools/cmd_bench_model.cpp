@@ -39,6 +39,7 @@
 #include "headwise/model.hpp"
 #include "headwise/peak.hpp"
 #include "tools/args.hpp"
+#include "tools/process_stats.hpp"
 
 namespace headwise::tools {
 namespace {
@@ -88,19 +89,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-double cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto sec = [](const timeval& t) { return double(t.tv_sec) + t.tv_usec * 1e-6; };
-  return sec(ru.ru_utime) + sec(ru.ru_stime);
-}
-
-double peak_rss_bytes() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_maxrss) * 1024.0;  // Linux reports KiB
 }
 
 struct Stats {

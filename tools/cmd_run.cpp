@@ -1,7 +1,7 @@
 // headwise run — generate text with a model, llama2.c style: the prompt's pieces as
 // they are fed, then the sampled ones, streamed to stdout, one final newline.
 // Statistics go to stderr.
-#include <sys/resource.h>
+#include <omp.h>
 
 #include <chrono>
 #include <climits>
@@ -17,6 +17,7 @@
 #include "tools/builtin_model.hpp"
 #include "tools/commands.hpp"
 #include "tools/npy.hpp"
+#include "tools/process_stats.hpp"
 
 namespace headwise::tools {
 namespace {
@@ -53,12 +54,6 @@ bool exists(const std::string& p) {
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-long peak_rss_kib() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss;
 }
 
 bool parse_ids(const std::string& text, std::vector<int32_t>* out) {
@@ -232,8 +227,8 @@ int cmd_run(int argc, char** argv) {
                "load %.3f s | prompt %d tokens, %.1f tokens/s | generated %d tokens, %.1f tokens/s | "
                "threads %d | kernels %s | seed %lld | peak memory %.1f MiB\n",
                load_s, feed, feed / std::max(prefill_s, 1e-9), generated,
-               generated / std::max(gen_s, 1e-9), threads ? static_cast<int>(threads) : 0, isa_name(),
-               seed, peak_rss_kib() / 1024.0);
+               generated / std::max(gen_s, 1e-9), threads ? static_cast<int>(threads) : omp_get_max_threads(), isa_name(),
+               seed, peak_rss_bytes() / 1048576.0);
   return 0;
 }
 

@@ -14,47 +14,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/tools/run_cli.hpp"
+
 #include "kernels/dispatch.hpp"
 
 namespace headwise::test {
 namespace {
 
-const std::string kBinary = HEADWISE_BINARY_DIR "/headwise";
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = CliResult;
 
-// Runs `env headwise bench attention args` through the shell; stdout and stderr apart.
+// `env headwise bench attention args`
 Result bench(const std::string& args, const std::string& env = "") {
-  Result r;
-  if (access(kBinary.c_str(), X_OK) != 0) {
-    ADD_FAILURE() << kBinary << " is missing: build the headwise target first";
-    return r;
-  }
-  std::string err_path = ::testing::TempDir() + "bench_attention_stderr_XXXXXX";
-  const int fd = mkstemp(err_path.data());
-  if (fd < 0) {
-    ADD_FAILURE() << "mkstemp failed";
-    return r;
-  }
-  close(fd);
-  const std::string cmd =
-      env + " '" + kBinary + "' bench attention " + args + " 2>'" + err_path + "'";
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  std::ifstream f(err_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
-  std::remove(err_path.c_str());
-  return r;
+  return run_headwise("bench attention " + args, env);
 }
 
 nlohmann::json parse_one_object(const Result& r) {

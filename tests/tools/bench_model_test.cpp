@@ -16,52 +16,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/tools/run_cli.hpp"
+
 namespace headwise::test {
 namespace {
 
-const std::string kBinary = HEADWISE_BINARY_DIR "/headwise";
 // Small enough to run in well under a second on one thread.
 const std::string kTiny =
     "--synthetic tiny --prompt-len 16 --gen-len 4 --repeat 1 --warmup 0 --threads 1 --no-peak";
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = CliResult;
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Runs `headwise bench args` through the shell; stdout and stderr apart.
-Result bench(const std::string& args) {
-  Result r;
-  if (access(kBinary.c_str(), X_OK) != 0) {
-    ADD_FAILURE() << kBinary << " is missing: build the headwise target first";
-    return r;
-  }
-  std::string err_path = ::testing::TempDir() + "bench_model_stderr_XXXXXX";
-  const int fd = mkstemp(err_path.data());
-  if (fd < 0) {
-    ADD_FAILURE() << "mkstemp failed";
-    return r;
-  }
-  close(fd);
-  const std::string cmd = "'" + kBinary + "' bench " + args + " 2>'" + err_path + "'";
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  r.err = read_file(err_path);
-  std::remove(err_path.c_str());
-  return r;
-}
+// `headwise bench args`
+Result bench(const std::string& args) { return run_headwise("bench " + args); }
 
 nlohmann::json parse_one_object(const Result& r) {
   EXPECT_EQ(r.code, 0) << r.err;

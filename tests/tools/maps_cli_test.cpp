@@ -15,36 +15,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/tools/run_cli.hpp"
+
 #include "runtime/head_roles.hpp"
 #include "tools/maps_common.hpp"
 
 namespace headwise::test {
 namespace {
 
-const std::string kBinary = HEADWISE_BINARY_DIR "/headwise";
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
+using Result = CliResult;
 
-// Runs a shell command line; stdout captured, stderr left to the test log.
-Result sh(const std::string& cmd) {
-  Result r;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  return r;
-}
-
-Result headwise(const std::string& args) {
-  if (access(kBinary.c_str(), X_OK) != 0) ADD_FAILURE() << kBinary << " is missing";
-  return sh("'" + kBinary + "' " + args);
-}
+Result sh(const std::string& cmd) { return run_shell(cmd); }
+Result headwise(const std::string& args) { return run_headwise(args); }
 
 std::string temp_dir() {
   std::string d = ::testing::TempDir() + "maps_cli_XXXXXX";
