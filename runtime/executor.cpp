@@ -1,5 +1,8 @@
 #include "runtime/executor.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -151,54 +154,75 @@ class Run {
   }
 
   Status attention(const Node& n) {
-    const View q = at(n.in[0]), k = at(n.in[1]), v = at(n.in[2]), o = at(n.out[0]);
-    const int kvw = plan_.kv_width();
-    for (const StepSeq& sq : s_.seqs) {
-      float* kc = sq.buf->k_slot(plan_, n.kv_slot);  // (max_context, kv_width)
-      float* vc = sq.buf->v_slot(plan_, n.kv_slot);
-      if (s_.seqs.size() > 1) {
-        // Batched step: this sequence's new K/V rows go from the arena to its cache.
-        for (int r = 0; r < sq.rows; ++r) {
-          std::memcpy(kc + size_t(sq.pos0 + r) * kvw, k.p + (sq.row0 + r) * k.stride, kvw * sizeof(float));
-          std::memcpy(vc + size_t(sq.pos0 + r) * kvw, v.p + (sq.row0 + r) * v.stride, kvw * sizeof(float));
+    const int nseq = static_cast<int>(s_.seqs.size());
+    const bool hook = s_.hook && *s_.hook;
+    // Several sequences (batched decode): one sequence per thread, each on its own
+    // cache, rather than every sequence split over all threads — one parallel region
+    // per node instead of one per sequence, and no merge of split keys for short ones.
+    if (nseq > 1 && !hook && s_.threads != 1) {
+      Status first;
+      const int nt = std::min(nseq, s_.threads > 0 ? s_.threads : omp_get_max_threads());
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+      for (int i = 0; i < nseq; ++i) {
+        const Status st = sequence_attention(n, s_.seqs[i], 1);
+        if (!st.ok()) {
+#pragma omp critical(headwise_attention_error)
+          if (first.ok()) first = st;
         }
       }
-      AttentionParams a;
-      a.batch = 1;
-      a.q_len = sq.rows;
-      a.kv_len = sq.pos0 + sq.rows;
-      a.q_heads = n.heads;
-      a.kv_heads = n.kv_heads;
-      a.head_dim = n.head_dim;
-      a.causal = n.causal;
-      a.scale = n.scale;
-      a.threads = s_.threads;
-      const AttnInput qi{q.p + sq.row0 * q.stride, 0, q.stride, n.head_dim};
-      const AttnInput ki{kc, 0, kvw, n.head_dim};
-      const AttnInput vi{vc, 0, kvw, n.head_dim};
-      const AttnOutput oo{o.p + sq.row0 * o.stride, 0, o.stride, n.head_dim};
-      const Status st = headwise::attention(a, qi, ki, vi, oo);
-      if (!st.ok()) return Status(st.code(), n.where + ": " + st.message());
-      if (s_.hook && *s_.hook) {
-        AttentionTap tap;
-        tap.layer = n.layer;
-        tap.rows = sq.rows;
-        tap.pos0 = sq.pos0;
-        tap.heads = n.heads;
-        tap.kv_heads = n.kv_heads;
-        tap.head_dim = n.head_dim;
-        tap.causal = n.causal;
-        tap.scale = n.scale > 0 ? n.scale : 1.0f / std::sqrt(float(n.head_dim));
-        tap.q = qi.data;
-        tap.q_stride = q.stride;
-        tap.k = kc;
-        tap.v = vc;
-        tap.kv_stride = kvw;
-        tap.kv_len = a.kv_len;
-        tap.out = oo.data;
-        tap.out_stride = o.stride;
-        (*s_.hook)(tap);
+      return first;
+    }
+    for (const StepSeq& sq : s_.seqs) HW_RETURN_IF_ERROR(sequence_attention(n, sq, s_.threads));
+    return Status::Ok();
+  }
+
+  Status sequence_attention(const Node& n, const StepSeq& sq, int threads) const {
+    const View q = at(n.in[0]), k = at(n.in[1]), v = at(n.in[2]), o = at(n.out[0]);
+    const int kvw = plan_.kv_width();
+    float* kc = sq.buf->k_slot(plan_, n.kv_slot);  // (max_context, kv_width)
+    float* vc = sq.buf->v_slot(plan_, n.kv_slot);
+    if (s_.seqs.size() > 1) {
+      // Batched step: this sequence's new K/V rows go from the arena to its cache.
+      for (int r = 0; r < sq.rows; ++r) {
+        std::memcpy(kc + size_t(sq.pos0 + r) * kvw, k.p + (sq.row0 + r) * k.stride, kvw * sizeof(float));
+        std::memcpy(vc + size_t(sq.pos0 + r) * kvw, v.p + (sq.row0 + r) * v.stride, kvw * sizeof(float));
       }
+    }
+    AttentionParams a;
+    a.batch = 1;
+    a.q_len = sq.rows;
+    a.kv_len = sq.pos0 + sq.rows;
+    a.q_heads = n.heads;
+    a.kv_heads = n.kv_heads;
+    a.head_dim = n.head_dim;
+    a.causal = n.causal;
+    a.scale = n.scale;
+    a.threads = threads;
+    const AttnInput qi{q.p + sq.row0 * q.stride, 0, q.stride, n.head_dim};
+    const AttnInput ki{kc, 0, kvw, n.head_dim};
+    const AttnInput vi{vc, 0, kvw, n.head_dim};
+    const AttnOutput oo{o.p + sq.row0 * o.stride, 0, o.stride, n.head_dim};
+    const Status st = headwise::attention(a, qi, ki, vi, oo);
+    if (!st.ok()) return Status(st.code(), n.where + ": " + st.message());
+    if (s_.hook && *s_.hook) {
+      AttentionTap tap;
+      tap.layer = n.layer;
+      tap.rows = sq.rows;
+      tap.pos0 = sq.pos0;
+      tap.heads = n.heads;
+      tap.kv_heads = n.kv_heads;
+      tap.head_dim = n.head_dim;
+      tap.causal = n.causal;
+      tap.scale = n.scale > 0 ? n.scale : 1.0f / std::sqrt(float(n.head_dim));
+      tap.q = qi.data;
+      tap.q_stride = q.stride;
+      tap.k = kc;
+      tap.v = vc;
+      tap.kv_stride = kvw;
+      tap.kv_len = a.kv_len;
+      tap.out = oo.data;
+      tap.out_stride = o.stride;
+      (*s_.hook)(tap);
     }
     return Status::Ok();
   }
