@@ -51,28 +51,44 @@ double time_fma(double (*probe)(int64_t, float*), int n, double secs) {
   return best;
 }
 
-// GB/s reading `floats` spread over n threads: the best of 8 passes (the first one,
-// which also warms the TLBs, is not counted). Memory bandwidth on a shared host moves
-// with the neighbours' load, so the best pass is the machine's limit.
-double time_read(float (*probe)(const float*, size_t), const float* buf, size_t floats, int n) {
+}  // namespace
+
+ReadProbe::ReadProbe(int threads) : threads_(threads > 0 ? threads : omp_get_max_threads()) {
+  if (!kernels::may_use(kernels::Isa::avx2)) return;
+  floats_ = size_t(64) << 20;  // 256 MiB: several times any last-level cache
+  buf_ = static_cast<float*>(std::aligned_alloc(64, floats_ * sizeof(float)));
+  if (!buf_) {
+    floats_ = 0;
+    return;
+  }
+  // Touched first by the threads that read it, so its pages sit near them.
+#pragma omp parallel for num_threads(threads_) schedule(static)
+  for (size_t i = 0; i < floats_; ++i) buf_[i] = 1.0f;
+}
+
+ReadProbe::~ReadProbe() { std::free(buf_); }
+
+double ReadProbe::gbs(int passes) {
+  if (!buf_) return 0;
+  auto probe = kernels::may_use(kernels::Isa::avx512) ? kernels::read_probe_avx512
+                                                      : kernels::read_probe_avx2;
+  // The best pass is the machine's limit: a slower one met other tenants' traffic.
   double best = 0;
-  for (int rep = 0; rep < 9; ++rep) {
+  for (int rep = 0; rep <= passes; ++rep) {
     float sum = 0;
     const auto t0 = Clock::now();
-#pragma omp parallel num_threads(n) reduction(+ : sum)
+#pragma omp parallel num_threads(threads_) reduction(+ : sum)
     {
       const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const size_t per = floats / nt / 64 * 64;
-      sum += probe(buf + per * t, per);
+      const size_t per = floats_ / nt / 64 * 64;
+      sum += probe(buf_ + per * t, per);
     }
     const double dt = seconds_since(t0);
-    if (sum == 12345.0f) std::printf(" ");
-    if (rep > 0) best = std::max(best, floats * 4.0 / dt / 1e9);  // first pass warms TLBs
+    if (sum == 12345.0f) std::printf(" ");  // keep the reads alive
+    if (rep > 0) best = std::max(best, floats_ * 4.0 / dt / 1e9);  // pass 0 warms TLBs
   }
   return best;
 }
-
-}  // namespace
 
 double MachinePeak::fma_gflops(const std::string& isa, int nthreads) const {
   const bool one = nthreads <= 1;
@@ -102,20 +118,12 @@ MachinePeak measure_peak(int threads, double secs) {
     m.fma_avx2_1t = time_fma(kernels::fma_probe_avx2, 1, secs);
     m.fma_avx2_nt = time_fma(kernels::fma_probe_avx2, m.threads, secs);
   }
-  // 256 MiB: several times any last-level cache. Touched first by the threads that
-  // read it, so its pages sit near them.
-  const size_t floats = size_t(64) << 20;
-  std::unique_ptr<float, decltype(&std::free)> buf(
-      static_cast<float*>(std::aligned_alloc(64, floats * sizeof(float))), &std::free);
-  if (buf && kernels::may_use(Isa::avx2)) {
-    float* p = buf.get();
-#pragma omp parallel for num_threads(m.threads) schedule(static)
-    for (size_t i = 0; i < floats; ++i) p[i] = 1.0f;
-    auto probe = kernels::may_use(Isa::avx512) ? kernels::read_probe_avx512
-                                               : kernels::read_probe_avx2;
-    m.read_1t = time_read(probe, p, floats, 1);
-    m.read_nt = time_read(probe, p, floats, m.threads);
+  {
+    ReadProbe one(1);
+    m.read_1t = one.gbs();
   }
+  ReadProbe all(m.threads);
+  m.read_nt = all.gbs();
   return m;
 }
 

@@ -221,10 +221,13 @@ int cmd_bench_attention(int argc, char** argv) {
   const std::string isa = headwise::isa_name();
 
   const bool with_peak = !args.has("no-peak");
+  // The read bandwidth first, right after the timed calls: on a shared host it drifts by
+  // tens of percent over seconds, and the FMA probes take a few.
+  double peak_read = 0;
+  if (with_peak) peak_read = ReadProbe(a.threads).gbs();
   MachinePeak peak;
   if (with_peak) peak = measure_peak(a.threads);
   const double peak_gflops = peak.fma_gflops(isa, a.threads);
-  const double peak_read = peak.read_gbs(a.threads);
   const bool have_fma = with_peak && peak_gflops > 0, have_bw = with_peak && peak_read > 0;
   const double pct_peak = have_fma ? 100.0 * gflops / peak_gflops : 0.0;
   const double pct_bw = have_bw ? 100.0 * gbps / peak_read : 0.0;

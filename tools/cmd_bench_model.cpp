@@ -5,9 +5,9 @@
 //
 // What is timed, and why it can be trusted:
 //  - The headline tokens/s come from unprofiled sessions (SessionOptions.profile off),
-//    so the per-op clock reads cost them nothing. The same number of profiled repeats
-//    (after their own warmup) gives the per-op tables and the trace; their tokens/s are
-//    printed next to the headline as "profiling overhead".
+//    so the per-op clock reads cost them nothing. Each timed repeat is followed by a
+//    profiled one (per-op tables, trace); their tokens/s, next to the headline, are the
+//    "profiling overhead".
 //  - Each step's wall time minus the sum of its ops is "outside ops": what the graph
 //    executor itself costs (dispatch, bookkeeping), so the op shares add up to 100%.
 //  - Prompts are seeded random token ids; each decoded token is the argmax of the
@@ -535,51 +535,56 @@ int cmd_bench_model(int argc, char** argv) {
     return runtime_error(st.message());
   };
 
-  // --- unprofiled repeats: the headline numbers
+  // --- timed repeats. Each one runs unprofiled (the headline numbers) and then profiled
+  // (the per-op tables and the trace), so both see the machine in the same state: on a
+  // shared host memory bandwidth drifts by tens of percent over seconds, and "profiling
+  // overhead" must not read that drift as the cost of the per-op clocks.
   char label[64];
-  for (long long w = 0; w < warmup; ++w) {
-    std::snprintf(label, sizeof label, "warmup %lld/%lld", w + 1, warmup);
+  const int prof_repeats = int(repeat);
+  Phase pre, dec;
+  std::vector<std::string> events;
+  for (long long w = 0; w < std::max(1LL, warmup); ++w) {
+    // warms both sessions (first steps fault fresh activation pages in)
+    std::snprintf(label, sizeof label, "warmup %lld/%lld", w + 1, std::max(1LL, warmup));
     double a, b;
-    const Status st = run.timed(s0, label, &a, &b);
+    Status st = run.timed(s0, label, &a, &b);
+    Phase scratch_pre, scratch_dec;
+    if (st.ok()) st = run.profiled(prof_session.get(), Clock::now(), &scratch_pre, &scratch_dec, nullptr);
     if (!st.ok()) return fail(st);
   }
-  std::vector<double> prefill_tps, decode_tps, prefill_ms, decode_ms;
-  const double cpu0 = cpu_seconds();
-  const auto wall0 = Clock::now();
+  std::vector<double> prefill_tps, decode_tps, prefill_ms, decode_ms, read_gbs;
+  double timed_cpu = 0, timed_wall = 0;
+  const bool with_peak = !args.has("no-peak");
+  // The read bandwidth is measured after every timed repeat (its drift on a shared host
+  // would otherwise dominate "% of bandwidth"). The probe's 256 MiB are not the model's:
+  // its memory high-water mark is taken before they exist, and at the end without them.
+  const double rss_before_probe = peak_rss_bytes();
+  std::unique_ptr<ReadProbe> read_probe;
+  if (with_peak) read_probe = std::make_unique<ReadProbe>(int(threads));
+  const auto origin = Clock::now();
   for (long long r = 0; r < repeat; ++r) {
     std::snprintf(label, sizeof label, "repeat %lld/%lld", r + 1, repeat);
     progress.say(true, "%s", label);
+    const double cpu0 = cpu_seconds();
+    const auto wall0 = Clock::now();
     double a, b;
-    const Status st = run.timed(s0, label, &a, &b);
+    Status st = run.timed(s0, label, &a, &b);
     if (!st.ok()) return fail(st);
+    timed_cpu += cpu_seconds() - cpu0;
+    timed_wall += seconds(wall0, Clock::now());
     prefill_tps.push_back(P / a);
     decode_tps.push_back(G / b);
     prefill_ms.push_back(a * 1e3);
     decode_ms.push_back(b * 1e3 / G);
-  }
-  const double wall = seconds(wall0, Clock::now());
-  const double cpu_over_wall = wall > 0 ? (cpu_seconds() - cpu0) / wall : 0.0;
-
-  // --- profiled repeats: per-op tables (and the trace). As many as the timed repeats,
-  // after a warmup of the profiled session itself (its first steps fault its fresh
-  // activation pages in), so "profiling overhead" compares like with like.
-  const int prof_repeats = int(repeat);
-  Phase pre, dec;
-  std::vector<std::string> events;
-  {
-    for (long long w = 0; w < std::max(1LL, warmup); ++w) {
-      Phase scratch_pre, scratch_dec;
-      progress.say(true, "profiled warmup");
-      const Status st = run.profiled(prof_session.get(), Clock::now(), &scratch_pre, &scratch_dec, nullptr);
-      if (!st.ok()) return fail(st);
+    if (read_probe) {
+      progress.say(true, "read bandwidth after repeat %lld/%lld", r + 1, repeat);
+      read_gbs.push_back(read_probe->gbs(4));
     }
-    const auto origin = Clock::now();
-    for (int r = 0; r < prof_repeats; ++r) {
-      progress.say(true, "profiled repeat %d/%d", r + 1, prof_repeats);
-      const Status st = run.profiled(prof_session.get(), origin, &pre, &dec, trace_file ? &events : nullptr);
-      if (!st.ok()) return fail(st);
-    }
+    progress.say(true, "profiled repeat %lld/%lld", r + 1, repeat);
+    st = run.profiled(prof_session.get(), origin, &pre, &dec, trace_file ? &events : nullptr);
+    if (!st.ok()) return fail(st);
   }
+  const double cpu_over_wall = timed_wall > 0 ? timed_cpu / timed_wall : 0.0;
   prof_session.reset();
 
   // --- batch: decode_batch over B sessions vs the same sessions stepped one at a time
@@ -630,12 +635,12 @@ int cmd_bench_model(int argc, char** argv) {
       }
     }
   }
-  // Read before measure_peak, whose 256 MiB probe buffer would raise the high-water mark.
-  const double rss = peak_rss_bytes();
+  const double rss = std::max(rss_before_probe,
+                              current_rss_bytes() - (read_probe ? double(read_probe->bytes()) : 0.0));
+  read_probe.reset();
   sessions.clear();
 
   MachinePeak peak;
-  const bool with_peak = !args.has("no-peak");
   if (with_peak) {
     progress.say(true, "measuring the machine peak");
     peak = measure_peak(int(threads));
@@ -658,9 +663,16 @@ int cmd_bench_model(int argc, char** argv) {
   double gemm_flops, gemm_s;
   gemm_work(pre, &gemm_flops, &gemm_s);
   const double gemm_gflops = gemm_s > 0 ? gemm_flops / gemm_s / 1e9 : 0;
-  // Bytes one decoded token reads (weights + KV cache), at the headline decode rate.
+  // Bytes one decoded token reads (weights + KV cache), at the headline decode rate; its
+  // share of the bandwidth is the median over repeats of each repeat's rate against the
+  // bandwidth measured right after it.
   const double bytes_per_token = dec.steps > 0 ? bytes_of(dec) / dec.steps : 0;
   const double dec_gbps = bytes_per_token * dec_tps.median / 1e9;
+  std::vector<double> pct_bw_runs;
+  for (size_t r = 0; r < read_gbs.size() && r < decode_tps.size(); ++r)
+    if (read_gbs[r] > 0) pct_bw_runs.push_back(100.0 * bytes_per_token * decode_tps[r] / 1e9 / read_gbs[r]);
+  const Stats read_bw = stats(read_gbs), pct_bw = stats(pct_bw_runs);
+  if (!read_gbs.empty()) lim.read = read_bw.median;  // the per-op tables use the same figure
   const Stats bat = stats(batched_tps), seq = stats(sequential_tps);
   const double ratio = seq.median > 0 ? bat.median / seq.median : 0;
   auto outside = [](const Phase& p) { return p.wall_s - op_seconds(p); };
@@ -712,7 +724,10 @@ int cmd_bench_model(int argc, char** argv) {
         {"profiled_tokens_per_s", jnum(prof_dec_tps)}, {"profiling_overhead_pct", jnum(dec_overhead)},
         {"profiled_steps", std::to_string(dec.steps)}, {"profiled_wall_ms", jnum(dec.wall_s * 1e3)},
         {"bytes_per_token", jnum(bytes_per_token)}, {"gbps", jnum(dec_gbps)},
-        {"pct_bw", jnum(lim.read > 0 ? 100 * dec_gbps / lim.read : 0, lim.read > 0)},
+        {"pct_bw", jnum(pct_bw.median, !pct_bw_runs.empty())},
+        {"pct_bw_min", jnum(pct_bw.min, !pct_bw_runs.empty())},
+        {"pct_bw_max", jnum(pct_bw.max, !pct_bw_runs.empty())},
+        {"read_gbps_per_repeat", jstats(read_bw)},
         {"outside_ops", outside_f(dec)}, {"ops", phase_json(dec, by_layer, true, lim)}};
     const std::string batch_v =
         B > 1 ? jobj({{"sessions", std::to_string(B)}, {"steps", std::to_string(G)},
@@ -745,9 +760,11 @@ int cmd_bench_model(int argc, char** argv) {
   if (lim.fma > 0)
     std::printf("          prefill GEMMs %.1f GFLOP/s = %.1f%% of %.0f GFLOP/s (%s FMA peak, %lld threads)\n",
                 gemm_gflops, 100 * gemm_gflops / lim.fma, lim.fma, isa == "scalar" ? "avx2" : isa.c_str(), threads);
-  if (lim.read > 0)
-    std::printf("          decode reads %.1f MiB per token (weights + KV) = %.1f GB/s = %.1f%% of %.1f GB/s read bandwidth\n",
-                bytes_per_token / MiB, dec_gbps, 100 * dec_gbps / lim.read, lim.read);
+  if (!pct_bw_runs.empty())
+    std::printf("          decode reads %.1f MiB per token (weights + KV) = %.1f GB/s = %.1f%% of the read\n"
+                "          bandwidth measured after each repeat (median; %.1f-%.1f%%; bandwidth %.1f-%.1f GB/s)\n",
+                bytes_per_token / MiB, dec_gbps, pct_bw.median, pct_bw.min, pct_bw.max, read_bw.min,
+                read_bw.max);
   if (B > 1)
     std::printf("batch     %lld sessions × %lld steps: decode_batch %.2f tokens/s (min %.2f, max %.2f), one at a time\n"
                 "          %.2f tokens/s (min %.2f, max %.2f): batched/sequential %.2f×\n",

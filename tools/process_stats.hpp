@@ -3,6 +3,9 @@
 #pragma once
 
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 namespace headwise::tools {
 
@@ -19,6 +22,16 @@ inline double peak_rss_bytes() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return double(ru.ru_maxrss) * 1024.0;  // Linux reports KiB
+}
+
+// Resident set size of this process now, in bytes (0 if /proc is unavailable).
+inline double current_rss_bytes() {
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return double(resident) * double(sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace headwise::tools

@@ -22,6 +22,27 @@ struct MachinePeak {
   std::string summary() const;
 };
 
+// The read-bandwidth probe on its own, keeping its buffer (256 MiB, far beyond the last
+// cache level) between measurements, so a benchmark can measure the bandwidth right next
+// to each of its runs: on a shared host it drifts by tens of percent over seconds, and a
+// ratio is only meaningful against the bandwidth of the same moment.
+class ReadProbe {
+ public:
+  explicit ReadProbe(int threads = 0);
+  ~ReadProbe();
+  ReadProbe(const ReadProbe&) = delete;
+  ReadProbe& operator=(const ReadProbe&) = delete;
+  // GB/s: the best of `passes` passes after one that warms the TLBs; 0 when the
+  // buffer could not be allocated or the CPU lacks AVX2.
+  double gbs(int passes = 8);
+  size_t bytes() const { return floats_ * sizeof(float); }
+
+ private:
+  int threads_;
+  float* buf_ = nullptr;
+  size_t floats_ = 0;
+};
+
 // Measures the probes with `threads` OpenMP threads (0 = all). Takes about
 // 10 × seconds_per_probe; each probe reports its best of several runs.
 MachinePeak measure_peak(int threads = 0, double seconds_per_probe = 0.1);
