@@ -26,6 +26,7 @@
 #include "headwise/attention.hpp"
 #include "headwise/peak.hpp"
 #include "kernels/dispatch.hpp"
+#include "tools/random_tensor.hpp"
 
 namespace {
 
@@ -61,26 +62,15 @@ const Shape kShapes[] = {
     {"S5", 1, 2048, 2048, 32, 8, 128, true},
 };
 
-struct FreeDeleter {
-  void operator()(float* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<float[], FreeDeleter>;
+using headwise::tools::random_tensor;
+using Buffer = headwise::tools::TensorBuffer;
 
-// 64-byte aligned, filled in parallel (so pages sit near the threads that use them)
-// with deterministic values in [-1, 1) from a hash of the index.
+// All OpenMP threads fill it, so its pages sit near the threads that use them.
 Buffer random_buffer(size_t n, uint64_t seed) {
-  Buffer b(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)));
+  Buffer b = random_tensor(n, seed, omp_get_max_threads());
   if (!b) {
-    std::fprintf(stderr, "attention_bench: out of memory (%zu floats)\n", n);
+    std::fprintf(stderr, "attention_bench: cannot allocate %zu floats\n", n);
     std::exit(1);
-  }
-  float* p = b.get();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < int64_t(n); ++i) {
-    uint64_t z = (uint64_t(i) + seed) * 0x9E3779B97F4A7C15ull;  // splitmix64 finaliser
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    p[i] = float(int64_t(z >> 40) - (int64_t(1) << 23)) * (1.0f / (1 << 23));
   }
   return b;
 }

@@ -10,6 +10,7 @@ rather than spin between calls). headwise runs in a subprocess with the environm
 script was given, unchanged.
 """
 import os
+import shutil
 import sys
 
 
@@ -26,6 +27,16 @@ def load_torch_at_its_best(threads, who):
         sys.exit("%s: cannot import torch (%s); run with /usr/bin/python3" % (who, e))
     torch.set_num_threads(threads)
     return torch, headwise_env
+
+
+def resolve_headwise(parser, args):
+    """args.headwise as an executable path (a name on PATH is looked up), or a usage error."""
+    if not (os.path.isfile(args.headwise) and os.access(args.headwise, os.X_OK)):
+        found = shutil.which(args.headwise)
+        if not found:
+            parser.error("headwise binary %r not found (build it, or pass --headwise PATH)"
+                         % args.headwise)
+        args.headwise = found
 
 
 def fmt(v, spec):

@@ -30,14 +30,13 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import fmt, load_torch_at_its_best, print_table  # noqa: E402
+from bench_common import fmt, load_torch_at_its_best, print_table, resolve_headwise  # noqa: E402
 
 # name: architecture and dimensions (same as headwise::Model::synthetic)
 MODELS = {
@@ -90,11 +89,7 @@ def parse_args():
         if plen + a.gen_len > MODELS[m]["context"]:
             p.error("%s: --prompt-len + --gen-len = %d exceeds its context of %d"
                     % (m, plen + a.gen_len, MODELS[m]["context"]))
-    if not (os.path.isfile(a.headwise) and os.access(a.headwise, os.X_OK)):
-        found = shutil.which(a.headwise)
-        if not found:
-            p.error("headwise binary %r not found (build it, or pass --headwise PATH)" % a.headwise)
-        a.headwise = found
+    resolve_headwise(p, a)
     return a
 
 

@@ -22,14 +22,13 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import fmt, load_torch_at_its_best, print_table  # noqa: E402
+from bench_common import fmt, load_torch_at_its_best, print_table, resolve_headwise  # noqa: E402
 
 # name: (batch, q_len, kv_len, q_heads, kv_heads, head_dim, causal)
 SHAPES = {
@@ -71,11 +70,7 @@ def parse_args():
     unknown = [s for s in a.shapes if s not in SHAPES]
     if unknown or not a.shapes:
         p.error("unknown shape(s) %s; choose from %s" % (",".join(unknown), ",".join(SHAPES)))
-    if not (os.path.isfile(a.headwise) and os.access(a.headwise, os.X_OK)):
-        found = shutil.which(a.headwise)
-        if not found:
-            p.error("headwise binary %r not found (build it, or pass --headwise PATH)" % a.headwise)
-        a.headwise = found
+    resolve_headwise(p, a)
     return a
 
 

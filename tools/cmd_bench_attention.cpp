@@ -8,7 +8,6 @@
 // FLOPs: causal prefill 2·B·Hq·Dh·T·(T+1); non-causal 4·B·Hq·Dh·T²;
 //        one decode token 4·B·Hq·Dh·Tk.   K/V bytes read (decode): 2·B·Tk·Hkv·Dh·4.
 #include <omp.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -26,6 +25,7 @@
 #include "kernels/dispatch.hpp"
 #include "tools/args.hpp"
 #include "tools/process_stats.hpp"
+#include "tools/random_tensor.hpp"
 
 namespace headwise::tools {
 namespace {
@@ -59,30 +59,7 @@ int usage_error(const std::string& msg) {
   return 2;
 }
 
-struct FreeDeleter {
-  void operator()(float* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<float[], FreeDeleter>;
-
-// 64-byte aligned, written once by the threads that will read it (first touch places
-// the pages near them) with deterministic values in [-1, 1) hashed from the index.
-Buffer random_buffer(size_t n, uint64_t seed, int threads) {
-  // 2 MiB aligned and advised as huge pages, as a serving system would place its
-  // activations and KV cache (fewer TLB misses while each query tile streams K and V).
-  const size_t bytes = (n * sizeof(float) + (size_t(2) << 20) - 1) / (size_t(2) << 20) * (size_t(2) << 20);
-  Buffer b(static_cast<float*>(std::aligned_alloc(size_t(2) << 20, bytes)));
-  if (!b) return b;
-  madvise(b.get(), bytes, MADV_HUGEPAGE);  // advice only: ignored where THP is off
-  float* p = b.get();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < int64_t(n); ++i) {
-    uint64_t z = (uint64_t(i) + seed) * 0x9E3779B97F4A7C15ull;  // splitmix64 finaliser
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    p[i] = float(int64_t(z >> 40) - (int64_t(1) << 23)) * (1.0f / (1 << 23));
-  }
-  return b;
-}
+using Buffer = TensorBuffer;
 
 // A JSON number, or null for "not measured".
 std::string num(double v, bool valid = true) {
@@ -172,10 +149,10 @@ int cmd_bench_attention(int argc, char** argv) {
   // exist before the timed calls.
   Buffer q, k, v, o;
   if (qkvo_bytes < 0.5 * double(SIZE_MAX)) {
-    q = random_buffer(size_t(qo_floats), 1, a.threads);
-    k = random_buffer(size_t(kv_floats), 2, a.threads);
-    v = random_buffer(size_t(kv_floats), 3, a.threads);
-    o = random_buffer(size_t(qo_floats), 4, a.threads);
+    q = random_tensor(size_t(qo_floats), 1, a.threads);
+    k = random_tensor(size_t(kv_floats), 2, a.threads);
+    v = random_tensor(size_t(kv_floats), 3, a.threads);
+    o = random_tensor(size_t(qo_floats), 4, a.threads);
   }
   if (!q || !k || !v || !o) {
     std::fprintf(stderr, "%s: cannot allocate %.1f MiB for Q, K, V and O\n", kName,
