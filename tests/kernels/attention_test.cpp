@@ -23,6 +23,9 @@ std::string name_of(const Case& c) {
   return s.str();
 }
 
+// How GoogleTest prints a case (in failures and CTest's list): its shape, not bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << name_of(c); }
+
 class AttentionSweep : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
