@@ -5,6 +5,7 @@
 #include "graph/presets.hpp"
 #include "graph/plan.hpp"
 #include "headwise/model.hpp"
+#include "runtime/model_builder.hpp"
 #include "runtime/session_buffers.hpp"
 
 namespace headwise {
@@ -28,42 +29,39 @@ std::string stem(const std::string& path) {
 
 Model::~Model() = default;
 
-// The common tail of every way to make a model: graph → plan → info.
-struct ModelBuilder {
-  static Status finish(const graph::ModelDesc& desc, std::unique_ptr<graph::WeightSet> weights,
-                       std::unique_ptr<Tokenizer> tokenizer, const std::string& source,
-                       std::shared_ptr<const Model>* out) {
-    auto model = std::shared_ptr<Model>(new Model);
-    const graph::Settings settings = desc.settings;
-    graph::Graph g;
-    HW_RETURN_IF_ERROR(graph::build_graph(desc, std::move(weights), &g));
-    HW_RETURN_IF_ERROR(graph::build_plan(std::move(g), &model->plan_));
-    model->tokenizer_ = std::move(tokenizer);
-    if (model->tokenizer_ && model->tokenizer_->vocab_size() != settings.vocab_size)
-      return invalid_argument(source + ": the tokenizer has " + std::to_string(model->tokenizer_->vocab_size()) +
-                              " pieces but the model's vocabulary is " + std::to_string(settings.vocab_size));
-    ModelInfo& info = model->info_;
-    info.name = desc.name;
-    info.source = source;
-    info.vocab_size = settings.vocab_size;
-    info.d_model = settings.d_model;
-    info.n_layers = settings.n_layers;
-    info.n_heads = settings.n_heads;
-    info.n_kv_heads = settings.n_kv_heads;
-    info.head_dim = settings.head_dim;
-    info.max_seq_len = settings.max_seq_len;
-    const graph::Plan& plan = *model->plan_;
-    info.weight_bytes = plan.packed_weight_bytes;
-    for (const graph::Node& n : plan.graph.nodes) {
-      if (n.op == graph::OpKind::linear || n.op == graph::OpKind::logits) continue;
-      if (n.w) info.weight_bytes += size_t(n.w_rows * n.w_cols) * sizeof(float);
-    }
-    info.activation_floats_per_row = plan.graph.arena_cols;
-    info.kv_bytes_per_token = size_t(plan.graph.kv_slots) * 2 * plan.kv_width() * sizeof(float);
-    *out = std::move(model);
-    return Status::Ok();
+Status ModelBuilder::finish(const graph::ModelDesc& desc, std::unique_ptr<graph::WeightSet> weights,
+                            std::unique_ptr<Tokenizer> tokenizer, const std::string& source,
+                            std::shared_ptr<const Model>* out) {
+  auto model = std::shared_ptr<Model>(new Model);
+  const graph::Settings settings = desc.settings;
+  graph::Graph g;
+  HW_RETURN_IF_ERROR(graph::build_graph(desc, std::move(weights), &g));
+  HW_RETURN_IF_ERROR(graph::build_plan(std::move(g), &model->plan_));
+  model->tokenizer_ = std::move(tokenizer);
+  if (model->tokenizer_ && model->tokenizer_->vocab_size() != settings.vocab_size)
+    return invalid_argument(source + ": the tokenizer has " + std::to_string(model->tokenizer_->vocab_size()) +
+                            " pieces but the model's vocabulary is " + std::to_string(settings.vocab_size));
+  ModelInfo& info = model->info_;
+  info.name = desc.name;
+  info.source = source;
+  info.vocab_size = settings.vocab_size;
+  info.d_model = settings.d_model;
+  info.n_layers = settings.n_layers;
+  info.n_heads = settings.n_heads;
+  info.n_kv_heads = settings.n_kv_heads;
+  info.head_dim = settings.head_dim;
+  info.max_seq_len = settings.max_seq_len;
+  const graph::Plan& plan = *model->plan_;
+  info.weight_bytes = plan.packed_weight_bytes;
+  for (const graph::Node& n : plan.graph.nodes) {
+    if (n.op == graph::OpKind::linear || n.op == graph::OpKind::logits) continue;
+    if (n.w) info.weight_bytes += size_t(n.w_rows * n.w_cols) * sizeof(float);
   }
-};
+  info.activation_floats_per_row = plan.graph.arena_cols;
+  info.kv_bytes_per_token = size_t(plan.graph.kv_slots) * 2 * plan.kv_width() * sizeof(float);
+  *out = std::move(model);
+  return Status::Ok();
+}
 
 Status Model::load(const std::string& path_in, const ModelOptions& options,
                    std::shared_ptr<const Model>* out) {

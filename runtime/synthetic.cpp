@@ -9,14 +9,9 @@
 #include "graph/plan.hpp"
 #include "graph/presets.hpp"
 #include "headwise/model.hpp"
+#include "runtime/model_builder.hpp"
 
 namespace headwise {
-
-struct ModelBuilder {
-  static Status finish(const graph::ModelDesc& desc, std::unique_ptr<graph::WeightSet> weights,
-                       std::unique_ptr<Tokenizer> tokenizer, const std::string& source,
-                       std::shared_ptr<const Model>* out);
-};
 
 namespace {
 

@@ -7,6 +7,7 @@
 
 #include "graph/description.hpp"
 #include "graph/presets.hpp"
+#include "tests/graph/small_model.hpp"
 
 namespace headwise::graph {
 namespace {
@@ -14,15 +15,8 @@ namespace {
 using json = nlohmann::json;
 
 json valid() {
-  Settings s;
-  s.vocab_size = 32;
-  s.d_model = 16;
-  s.n_layers = 2;
-  s.n_heads = 4;
-  s.n_kv_heads = 2;
-  s.head_dim = 4;
-  s.max_seq_len = 64;
-  return json::parse(description_to_json(llama_preset(s, 24, true, "t").desc, "w.safetensors", ""));
+  return json::parse(
+      description_to_json(llama_preset(small_settings(), 24, true, "t").desc, "w.safetensors", ""));
 }
 
 Status parse(const json& j) {

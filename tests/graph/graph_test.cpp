@@ -7,21 +7,12 @@
 
 #include "graph/graph.hpp"
 #include "graph/presets.hpp"
+#include "tests/graph/small_model.hpp"
 
 namespace headwise::graph {
 namespace {
 
-Settings small() {
-  Settings s;
-  s.vocab_size = 32;
-  s.d_model = 16;
-  s.n_layers = 2;
-  s.n_heads = 4;
-  s.n_kv_heads = 2;
-  s.head_dim = 4;
-  s.max_seq_len = 64;
-  return s;
-}
+Settings small() { return small_settings(); }
 
 std::unique_ptr<WeightSet> weights_for(const Preset& p, const std::string& rename = "",
                                        std::vector<int64_t> reshape = {}, bool extra = false) {
