@@ -3,14 +3,19 @@
 # builds it (Release) in ./build.
 #   tools/setup.sh          what building and running need
 #   tools/setup.sh --test   also what the test suite and the comparisons need
-#                           (NumPy, PyTorch, OpenBLAS, Chromium, pkg-config)
+#                           (NumPy, PyTorch, OpenBLAS, Chromium, pkg-config, clang's
+#                           libFuzzer, and the pinned npm peers in tests/node:
+#                           llama.cpp, Hugging Face tokenizers, the OpenAI client)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake make libdnnl-dev libxsimd-dev nlohmann-json3-dev libgtest-dev
+# (oneDNN's CMake package looks for OpenCL: ocl-icd-opencl-dev and opencl-c-headers)
+packages=(g++ cmake make libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libxsimd-dev
+          nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev libgtest-dev
           libgmock-dev libbenchmark-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(python3 python3-numpy python3-torch libopenblas0-pthread chromium pkg-config)
+  packages+=(python3 python3-numpy python3-torch libopenblas0-pthread chromium pkg-config
+             clang-14 libfuzzer-14-dev libclang-rt-14-dev)
 fi
 
 missing=()
@@ -23,6 +28,15 @@ if ((${#missing[@]})); then
   [[ "$(id -u)" -ne 0 ]] && sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [[ "${1:-}" == "--test" ]]; then
+  # The test peers, pinned exactly (tests/node/package-lock.json), into tests/node/node_modules.
+  command -v npm >/dev/null || { echo "setup: the tests need Node.js 20+ with npm (Debian: nodejs npm)" >&2; exit 1; }
+  if ! (cd tests/node && npm ls --depth=0 >/dev/null 2>&1); then
+    echo "setup: installing the npm test peers (tests/node)" >&2
+    (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+  fi
 fi
 
 test_options=()
