@@ -109,7 +109,7 @@ Status Session::decode_batch(Session* const* sessions, const int32_t* tokens, in
   thread_local AlignedFloats arena, logits;
   thread_local std::vector<int32_t> pos;
   if (!arena.resize(size_t(plan.graph.arena_cols) * n) || !logits.resize(size_t(n) * vocab))
-    return Status(StatusCode::internal, "decode_batch: out of memory");
+    return out_of_memory("decode_batch: out of memory");
   pos.resize(n);
   Session* lead = sessions[0];
   Step step;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "headwise/limits.hpp"
 #include "headwise/status.hpp"
 
 namespace headwise {

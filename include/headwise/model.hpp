@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "headwise/limits.hpp"
 #include "headwise/status.hpp"
 #include "headwise/tokenizer.hpp"
 
@@ -87,6 +88,9 @@ struct SessionOptions {
   int max_chunk = 0;        // rows per prefill pass; 0: min(max_context, 1024)
   bool all_logits = false;  // keep the logits of every position (prefill), not just the last
   bool profile = false;     // time every op (timings()), and record trace events
+  // Bytes the session's KV cache, activations and logits may take, checked before
+  // they are allocated; 0: the memory available now (MemAvailable).
+  uint64_t memory_limit = 0;
   AttentionHook attention_hook;
 };
 
@@ -153,7 +157,8 @@ class Session {
   int position() const { return pos_; }
   int max_context() const { return max_context_; }
   void reset();  // forget the context (keeps the memory)
-  void set_threads(int threads) { threads_ = threads; }
+  // Clamped to 0..kMaxThreads (0: all cores).
+  void set_threads(int threads) { threads_ = threads < 0 ? 0 : threads > kMaxThreads ? kMaxThreads : threads; }
   int threads() const { return threads_; }
   const Model& model() const { return *model_; }
 
