@@ -91,7 +91,9 @@ Status Model::load(const std::string& path_in, const ModelOptions& options,
   if (::stat(path.c_str(), &st) != 0) return not_found(path + ": no such file or directory");
   if (is_dir(path) && ::stat((path + "/model.json").c_str(), &st) != 0 && formats::is_hf_folder(path))
     return load_checkpoint(path, false, options, out);
-  if (!is_dir(path) && formats::is_gguf(path)) return load_checkpoint(path, true, options, out);
+  // By name or by magic: a broken file named .gguf gets the GGUF reader's message.
+  if (!is_dir(path) && (ends_with(path, ".gguf") || formats::is_gguf(path)))
+    return load_checkpoint(path, true, options, out);
   if (is_dir(path)) {
     path += "/model.json";
     if (::stat(path.c_str(), &st) != 0)
