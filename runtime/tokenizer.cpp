@@ -109,6 +109,10 @@ void Tokenizer::index_llama2c() {
   // emplace keeps the first: a duplicated piece is found as its lowest id, as llama2.c's
   // sorted lookup does.
   for (size_t i = 0; i < state_->keys.size(); ++i) state_->index.emplace(state_->keys[i], int32_t(i));
+  state_->pair_in_piece.assign(256 * 256, false);
+  for (const std::string& p : pieces_)
+    for (size_t k = 1; k < p.size(); ++k)
+      state_->pair_in_piece[static_cast<unsigned char>(p[k - 1]) * 256 + static_cast<unsigned char>(p[k])] = true;
 }
 
 std::vector<int32_t> Tokenizer::encode(const std::string& text, bool add_bos) const {
@@ -128,12 +132,29 @@ std::vector<int32_t> Tokenizer::encode_llama2c(const std::string& text, bool add
   // lookup string (llama2.c: pieces[a] + pieces[b]) is one span of it.
   std::string buf;
   std::vector<tok::Symbol> syms;
-  buf.reserve(text.size() + 8);
-  syms.reserve(text.size() + 1);
   const int32_t n_vocab = vocab_size();
+  const std::vector<bool>& joins = state_->pair_in_piece;
+
+  // Merges the current segment: the adjacent pair whose concatenation scores highest
+  // (leftmost on ties) while its score beats llama2.c's starting best of -1e10, through
+  // a priority queue. A segment ends where no piece joins the bytes on either side, so
+  // merging segments alone gives what merging the whole text would.
+  auto flush = [&]() {
+    if (syms.empty()) return;
+    tok::link_symbols(&syms);
+    tok::merge_by_score(buf, state_->index, scores_, kNoMerge, &syms);
+    for (const tok::Symbol& s : syms)
+      if (s.len > 0) ids.push_back(s.id);
+    syms.clear();
+    buf.clear();
+  };
   auto push_id = [&](int32_t id) {
-    syms.push_back({id, uint32_t(buf.size()), uint32_t(pieces_[id].size()), -1, -1});
-    buf += pieces_[id];
+    const std::string& p = pieces_[id];
+    if (!buf.empty() && !p.empty() &&
+        !joins[static_cast<unsigned char>(buf.back()) * 256 + static_cast<unsigned char>(p[0])])
+      flush();
+    syms.push_back({id, uint32_t(buf.size()), uint32_t(p.size()), -1, -1});
+    buf += p;
   };
   auto push_bytes = [&](const char* b, size_t n) {
     const auto it = state_->index.find(std::string_view(b, n));
@@ -163,13 +184,7 @@ std::vector<int32_t> Tokenizer::encode_llama2c(const std::string& text, bool add
     push_bytes(text.data() + i, len);
     i += len;
   }
-
-  // Merge the adjacent pair whose concatenation scores highest (leftmost on ties) while
-  // its score beats llama2.c's starting best of -1e10, through a priority queue.
-  tok::link_symbols(&syms);
-  tok::merge_by_score(buf, state_->index, scores_, kNoMerge, &syms);
-  for (const tok::Symbol& s : syms)
-    if (s.len > 0) ids.push_back(s.id);
+  flush();
   return ids;
 }
 

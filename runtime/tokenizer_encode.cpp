@@ -32,8 +32,9 @@ int byte_token_value(const std::string& p) {
   return v;
 }
 
+const std::string kMeta = "\xE2\x96\x81";  // ▁
+
 std::string replace_metaspace(const std::string& p) {
-  static const std::string kMeta = "\xE2\x96\x81";  // ▁
   std::string out;
   out.reserve(p.size());
   for (size_t i = 0; i < p.size();) {
@@ -113,10 +114,26 @@ class Encoder {
  private:
   void word(const std::string& w) {
     if (w.empty()) return;
-    if (c_.model == ModelKind::kSpmScores) {
-      spm_word(w);
+    if (c_.piece_text == PieceText::kByteLevel) {
+      cached(w);
       return;
     }
+    // Cut before each "▁" that no piece joins to the byte before it (State::
+    // joins_before_meta), at a symbol boundary of the lead-byte grouping.
+    size_t start = 0;
+    for (size_t i = 0; i < w.size();) {
+      const size_t len = std::min(w.size() - i, utf8_lead_length(static_cast<unsigned char>(w[i])));
+      if (i > start && len == 3 && w.compare(i, 3, kMeta) == 0 &&
+          !st_.joins_before_meta[static_cast<unsigned char>(w[i - 1])]) {
+        cached(w.substr(start, i - start));
+        start = i;
+      }
+      i += len;
+    }
+    cached(w.substr(start));
+  }
+
+  void cached(const std::string& w) {
     // Words repeat (" the", " of"): remember short ones within this call.
     const bool cacheable = w.size() <= 64;
     if (cacheable) {
@@ -127,7 +144,8 @@ class Encoder {
       }
     }
     const size_t first = ids_->size();
-    bpe_word(w);
+    if (c_.model == ModelKind::kSpmScores) spm_word(w);
+    else bpe_word(w);
     if (cacheable) cache_.emplace(w, std::vector<int32_t>(ids_->begin() + first, ids_->end()));
   }
 
@@ -309,6 +327,10 @@ Status build_state(Config config, const std::vector<std::string>& pieces, State*
       st->merges.emplace(merge_key(a->second, b->second), std::make_pair(int32_t(r), c->second));
     }
   }
+
+  for (const std::string& k : st->keys)
+    for (size_t pos = k.find(kMeta, 1); pos != std::string::npos; pos = k.find(kMeta, pos + 1))
+      st->joins_before_meta[static_cast<unsigned char>(k[pos - 1])] = true;
 
   std::vector<int32_t> order(config.added.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = int32_t(k);

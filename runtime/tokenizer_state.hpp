@@ -26,6 +26,14 @@ struct State {
   // Added tokens that can start with byte b, longest first (indexes into config.added).
   std::array<std::vector<int32_t>, 256> added_by_first_byte;
   std::vector<int32_t> special_list;  // the special ids, ascending
+  // SentencePiece-style vocabularies: byte b is set when some piece holds b right before
+  // a "▁". A symbol starting with ▁ after a symbol ending in a byte not set here can never
+  // be merged with it, so the text is cut there into words merged (and cached) alone:
+  // the same result as merging the whole text, with small queues.
+  std::array<bool, 256> joins_before_meta{};
+  // llama2.c: byte pair (a, b) is set when some piece holds a right before b. Adjacent
+  // symbols whose pieces meet in a pair not set can never merge: the text is cut there.
+  std::vector<bool> pair_in_piece;  // 256 * 256
 };
 
 // Checks `config` and builds the state; errors name config.source.
