@@ -341,7 +341,6 @@ def build_cases(fx, hw):
     add("cli_heads_threads_100000", [hw, "heads", b, "--threads", "100000"], r"--threads")
     add("cli_maps_threads_2p32", [hw, "maps", b, "--threads", "4294967296", "-o", os.path.join(T, "t.html")], r"--threads")
     add("cli_steps_huge", [hw, "run", b, "-n", "99999999999999999999"], r"-n|--steps|steps")
-    add("cli_steps_2p32", [hw, "run", b, "-n", "4294967296", "--temp", "0", "--tokens", "1"], r"-n|--steps|steps", valid=True)
     add("cli_seed_negative", [hw, "run", b, "--seed", "-1"], r"--seed")
     add("cli_unknown_option", [hw, "run", b, "--bogus"], r"--bogus")
     add("cli_missing_value", [hw, "run", b, "--prompt"], r"--prompt")
@@ -352,7 +351,48 @@ def build_cases(fx, hw):
     add("cli_convert_fifo_tokenizer", [hw, "convert", "llama2c", fx.ckpt, "--tokenizer", fifo_tok(fx), "-o", os.path.join(T, "conv-out")], r"fifo")
     add("cli_heads_text_dev_zero", [hw, "heads", b, "--text", "/dev/zero"], r"/dev/zero")
     add("cli_maps_text_fifo", [hw, "maps", b, "--text", fifo_tok(fx), "-o", os.path.join(T, "f.html")], r"fifo")
+
+    # ---- readers added later (GGUF, tokenizer.json): only when this headwise has them
+    if has_command(hw, "tokenize"):
+        tj = os.path.join(fx.path("tokenizer-json"), "tokenizer.json")
+        write(tj, json.dumps({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}).encode())
+        add("control_tokenize_tokenizer_json", [hw, "tokenize", tj, "--text", "ab"], None, valid=True)
+        add("control_tokenize_llama2c", [hw, "tokenize", fx.base, "--text", "Once upon"], None, valid=True)
+        deep_tj = os.path.join(fx.path("tokenizer-json-deep"), "tokenizer.json")
+        write(deep_tj, ('{"model": {"type": "BPE", "vocab": {}, "merges": []}, "normalizer": ' + "[" * 100000 + "]" * 100000 + "}").encode())
+        add("tokjson_nested_100k", [hw, "tokenize", deep_tj, "--text", "ab"], r"nest|deep|depth")
+        dup_tj = os.path.join(fx.path("tokenizer-json-dup"), "tokenizer.json")
+        write(dup_tj, b'{"model": {"type": "BPE", "vocab": {"a": 0, "a": 1}, "merges": []}}')
+        add("tokjson_duplicate_vocab_key", [hw, "tokenize", dup_tj, "--text", "ab"], r"[Dd]uplicate.*a")
+        fifo_tj = os.path.join(fx.path("tokenizer-json-fifo"), "tokenizer.json")
+        os.mkfifo(fifo_tj)
+        add("tokjson_fifo", [hw, "tokenize", fifo_tj, "--text", "ab"], re.escape(fifo_tj))
+        add("tokenize_file_dev_zero", [hw, "tokenize", fx.base, "--file", "/dev/zero"], r"/dev/zero")
+        add("tokenize_file_fifo", [hw, "tokenize", fx.base, "--file", fifo_tok(fx)], r"fifo")
+        fifo_gguf = os.path.join(fx.path("gguf-fifo"), "model.gguf")
+        os.mkfifo(fifo_gguf)
+        add("gguf_fifo", run(fifo_gguf), re.escape(fifo_gguf))
+        add("gguf_fifo_tokenize", [hw, "tokenize", fifo_gguf, "--text", "ab"], re.escape(fifo_gguf))
+        g = os.path.join(fx.path("gguf-garbage"), "model.gguf")
+        write(g, b"GGUF" + struct.pack("<IQQ", 3, (1 << 62), (1 << 62)))
+        add("gguf_counts_2p62", run(g), r"model\.gguf")
+        g2 = os.path.join(fx.path("gguf-trunc"), "model.gguf")
+        write(g2, b"GGUF" + struct.pack("<I", 3))
+        add("gguf_truncated_header", run(g2), r"model\.gguf")
+        cfg = fx.path("hf-deep")
+        write(os.path.join(cfg, "config.json"), ("{\"architectures\": [\"LlamaForCausalLM\"], \"x\": " + "[" * 100000 + "]" * 100000 + "}").encode())
+        write(os.path.join(cfg, "model.safetensors"), safetensors_bytes(b"{}"))
+        add("hf_config_nested_100k", run(cfg), r"nest|deep|depth|config\.json")
+        cfg2 = fx.path("hf-fifo")
+        os.mkfifo(os.path.join(cfg2, "config.json"))
+        write(os.path.join(cfg2, "model.safetensors"), safetensors_bytes(b"{}"))
+        add("hf_config_fifo", run(cfg2), r"config\.json|model\.json")
     return cases
+
+
+def has_command(hw, name):
+    r = subprocess.run([hw, name, "--help"], capture_output=True)
+    return r.returncode == 0
 
 
 def node_field_top(key, value):
