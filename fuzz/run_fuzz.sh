@@ -3,7 +3,7 @@
 # once; any crash fails), then fuzzes for SECONDS from the seeds in fuzz/corpus/READER/
 # plus the files of SHARED_DIR listed in fuzz/corpus/READER/SHARED (copied into a
 # temporary corpus; nothing is written into the checkout). A crash, leak, timeout
-# (> 10 s per input) or an allocation over 2 GiB fails the run and leaves the input in
+# (> 30 s per input: generous, so a busy machine does not fail it) or an allocation over 2 GiB fails the run and leaves the input in
 # ARTIFACT_DIR (default: BIN_DIR/artifacts/READER/); fix the reader, then add the input
 # to fuzz/regressions/READER/ so it is replayed from then on.
 #
@@ -20,7 +20,7 @@ artifacts=${5:-$2/artifacts/$reader}
 mkdir -p "$artifacts"
 
 # libFuzzer: -rss_limit_mb also bounds a single malloc; -timeout is per input.
-opts=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/")
+opts=(-timeout=30 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/")
 [[ -f "$here/corpus/$reader.dict" ]] && opts+=(-dict="$here/corpus/$reader.dict")
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"

@@ -358,6 +358,12 @@ def build_cases(fx, hw):
         write(tj, json.dumps({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}).encode())
         add("control_tokenize_tokenizer_json", [hw, "tokenize", tj, "--text", "ab"], None, valid=True)
         add("control_tokenize_llama2c", [hw, "tokenize", fx.base, "--text", "Once upon"], None, valid=True)
+        # 1 MiB of prose: the llama2.c tokenizer was quadratic (302 s); now it must finish
+        # inside the 10 s bound like every other case.
+        big = os.path.join(fx.path("text-1mib"), "text.txt")
+        words = "once upon a time there was a little girl named lily she loved to play outside".split()
+        write(big, " ".join(words[(i * 7) % len(words)] for i in range(200000)).encode()[: 1 << 20])
+        add("control_tokenize_1mib_text", [hw, "tokenize", fx.base, "--file", big], None, valid=True)
         deep_tj = os.path.join(fx.path("tokenizer-json-deep"), "tokenizer.json")
         write(deep_tj, ('{"model": {"type": "BPE", "vocab": {}, "merges": []}, "normalizer": ' + "[" * 100000 + "]" * 100000 + "}").encode())
         add("tokjson_nested_100k", [hw, "tokenize", deep_tj, "--text", "ab"], r"nest|deep|depth")
