@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "graph/rope_scaling.hpp"
 #include "kernels/elementwise/elementwise.hpp"
 
 namespace headwise::graph {
@@ -107,6 +108,8 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
   if (s.head_dim >= 2)
     kernels::rope_tables(s.rope_theta, s.head_dim, s.max_seq_len, plan->rope_cos.data(),
                          plan->rope_sin.data());
+  if (s.head_dim >= 2 && !s.rope_freq_factors.empty())
+    rope_scaled_tables(s, plan->rope_cos.data(), plan->rope_sin.data());
   *out = std::move(plan);
   return Status::Ok();
 }
