@@ -24,6 +24,8 @@ const Command kCommands[] = {
      "attention maps of a prompt as one self-contained HTML page (and PNGs)"},
     {"heads", headwise::tools::cmd_heads,
      "what each attention head does: previous-token/sink/local/induction scores, ablation"},
+    {"serve", headwise::tools::cmd_serve,
+     "an OpenAI-compatible HTTP server (completions, chat, streaming) with continuous batching"},
 };
 
 void usage(std::FILE* f) {
