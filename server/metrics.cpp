@@ -38,7 +38,8 @@ void Histogram::render(const std::string& name, std::string* out) const {
 
 Metrics::Metrics()
     : ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}),
-      token_latency_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}) {}
+      token_latency_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}),
+      batch_({1, 2, 4, 8, 16, 32, 64, 128}) {}
 
 void Metrics::count_request(const std::string& endpoint, int status) {
   std::lock_guard<std::mutex> l(mu_);
@@ -59,6 +60,11 @@ void Metrics::observe_ttft(double s) {
 void Metrics::observe_token_latency(double s) {
   std::lock_guard<std::mutex> l(mu_);
   token_latency_.observe(s);
+}
+
+void Metrics::observe_batch(int sequences) {
+  std::lock_guard<std::mutex> l(mu_);
+  batch_.observe(sequences);
 }
 
 void Metrics::count_cancelled() {
@@ -106,6 +112,9 @@ std::string Metrics::render(int queue_length, int active_sessions, int max_sessi
   o += "# HELP headwise_token_latency_seconds Time between successive generated tokens of a sequence.\n"
        "# TYPE headwise_token_latency_seconds histogram\n";
   token_latency_.render("headwise_token_latency_seconds", &o);
+  o += "# HELP headwise_decode_batch_size Sequences advanced together by one decode step.\n"
+       "# TYPE headwise_decode_batch_size histogram\n";
+  batch_.render("headwise_decode_batch_size", &o);
   return o;
 }
 

@@ -35,6 +35,7 @@ class Metrics {
   void add_tokens(int64_t prompt, int64_t completion);
   void observe_ttft(double seconds);
   void observe_token_latency(double seconds);
+  void observe_batch(int sequences);  // one decode_batch step of this many sequences
   void count_cancelled();
   // Gauges read at scrape time.
   std::string render(int queue_length, int active_sessions, int max_sessions) const;
@@ -47,7 +48,7 @@ class Metrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
   uint64_t cancelled_ = 0;
-  Histogram ttft_, token_latency_;
+  Histogram ttft_, token_latency_, batch_;
 };
 
 }  // namespace headwise::server

@@ -281,6 +281,7 @@ void Scheduler::loop() {
         which.push_back(i);
       }
     if (batch.empty()) continue;
+    metrics_->observe_batch(static_cast<int>(batch.size()));
     Status st = Session::decode_batch(batch.data(), tokens.data(), static_cast<int>(batch.size()), opt_.threads);
     std::vector<bool> ended(running.size(), false);
     for (size_t b = 0; b < which.size(); ++b) {
