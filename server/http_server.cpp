@@ -279,6 +279,10 @@ int serve(std::shared_ptr<const Model> model, const ServeOptions& options) {
   svr.new_task_queue = [pool] { return new httplib::ThreadPool(pool); };
   svr.set_payload_max_length(options.max_body_bytes);
   svr.set_tcp_nodelay(true);  // tokens go out as they come, not after Nagle's delay
+  // Idle keep-alive connections hold a worker until this passes; it bounds how long
+  // shutdown waits for them.
+  svr.set_keep_alive_timeout(2);
+  svr.set_keep_alive_max_count(1000);  // (httplib closes after 5 by default)
   routes(svr, cx);
 
   int port = options.port;

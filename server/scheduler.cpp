@@ -32,6 +32,8 @@ struct Scheduler::Seq {
   std::unique_ptr<Sampler> sampler;
   TextAssembler text;
   Clock::time_point last_token_time;
+  std::string reason;  // how it ended: "stop"/"length", or `error`
+  ApiError error;
 };
 
 Scheduler::Scheduler(std::shared_ptr<const Model> model, SchedulerOptions options, Metrics* metrics)
@@ -115,18 +117,22 @@ void Scheduler::admit_locked(std::vector<Seq>* running) {
   }
 }
 
+// Frees the session first, then tells the waiting HTTP thread: a client that sends its
+// next request as soon as it has this answer must find the session free, not a 429.
 void Scheduler::release(Seq* s) {
   {
     std::lock_guard<std::mutex> l(mu_);
     free_.push_back(s->slot);
     --active_;
   }
+  if (s->error) s->job->fail(s->error, s->generated);
+  else s->job->finish(s->reason, s->generated);
   s->job.reset();
   cv_.notify_all();
 }
 
-// Samples from the current logits already done by the caller; handles `token`: end
-// tokens, text, stop strings, limits. Returns true when the sequence is over.
+// Handles a sampled `token`: end tokens, text, stop strings, limits. Returns true when
+// the sequence is over (s->reason says why; release() tells the job).
 bool Scheduler::emit(Seq* s, int32_t token) {
   Job& job = *s->job;
   const Tokenizer* tok = model_->tokenizer();
@@ -162,7 +168,7 @@ bool Scheduler::emit(Seq* s, int32_t token) {
   if (opt_.end_tokens.count(token)) {
     chunk.text = s->text.flush();
     if (!chunk.text.empty() || !chunk.logprobs.empty()) job.push(std::move(chunk));
-    job.finish("stop", s->generated);
+    s->reason = "stop";
     return true;
   }
   ++s->generated;
@@ -176,7 +182,7 @@ bool Scheduler::emit(Seq* s, int32_t token) {
   if (!reason.empty() && !stopped) chunk.text += s->text.flush();
   if (!chunk.text.empty() || !chunk.logprobs.empty()) job.push(std::move(chunk));
   if (!reason.empty()) {
-    job.finish(reason, s->generated);
+    s->reason = reason;
     return true;
   }
   return false;
@@ -223,12 +229,10 @@ void Scheduler::loop() {
       Job& j = *s.job;
       if (j.cancelled || now >= j.deadline || cancel_all) {
         metrics_->count_cancelled();
-        ApiError e;
-        e.type = "server_error";
-        e.status = j.cancelled || cancel_all ? 503 : 504;
-        e.message = cancel_all ? "the server is shutting down; generation cancelled"
-                               : j.cancelled ? "cancelled" : "the request timed out (--timeout)";
-        j.fail(e, s.generated);
+        s.error.type = "server_error";
+        s.error.status = j.cancelled || cancel_all ? 503 : 504;
+        s.error.message = cancel_all ? "the server is shutting down; generation cancelled"
+                                     : j.cancelled ? "cancelled" : "the request timed out (--timeout)";
         release(&s);
         running.erase(running.begin() + i);
       } else {
@@ -251,11 +255,9 @@ void Scheduler::loop() {
       s.prefilled += k;
       bool done = false;
       if (!st.ok()) {
-        ApiError e;
-        e.status = 500;
-        e.type = "server_error";
-        e.message = st.message();
-        s.job->fail(e, 0);
+        s.error.status = 500;
+        s.error.type = "server_error";
+        s.error.message = st.message();
         done = true;
       } else if (s.prefilled == n) {
         s.decoding = true;
@@ -287,11 +289,9 @@ void Scheduler::loop() {
     for (size_t b = 0; b < which.size(); ++b) {
       Seq& s = running[which[b]];
       if (!st.ok()) {
-        ApiError e;
-        e.status = 500;
-        e.type = "server_error";
-        e.message = st.message();
-        s.job->fail(e, s.generated);
+        s.error.status = 500;
+        s.error.type = "server_error";
+        s.error.message = st.message();
         ended[which[b]] = true;
       } else {
         ended[which[b]] = emit(&s, s.sampler->sample(s.session->logits()));
