@@ -25,14 +25,17 @@ std::string render_llama3(const std::vector<ChatMessage>& messages) {
   return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
 }
 
-// Llama 2: a leading system message goes inside the first user turn as
-// <<SYS>>\n...\n<</SYS>>\n\n; each exchange is "[INST] user [/INST] assistant </s>",
-// and later exchanges open with <s> again (the first BOS comes from the tokenizer).
+// Llama 2 (Meta's chat template): a leading system message goes inside the first user
+// turn as <<SYS>>\n...\n<</SYS>>\n\n, that turn's whole content stripped; each exchange
+// is "[INST] user [/INST] assistant </s>", and every [INST] opens with <s> (the first
+// one is the tokenizer's BOS, so not text here).
 std::string render_llama2(const std::vector<ChatMessage>& messages) {
   std::string out, system;
   size_t i = 0;
+  bool has_system = false;
   if (!messages.empty() && messages[0].role == "system") {
-    system = "<<SYS>>\n" + trim(messages[0].content) + "\n<</SYS>>\n\n";
+    system = messages[0].content;
+    has_system = true;
     i = 1;
   }
   bool first = true;
@@ -41,8 +44,10 @@ std::string render_llama2(const std::vector<ChatMessage>& messages) {
     if (m.role == "assistant") {
       out += " " + trim(m.content) + " </s>";
     } else {  // user (a later system message is shown as a user turn)
+      std::string content = m.content;
+      if (first && has_system) content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
       if (!first) out += "<s>";
-      out += "[INST] " + (first ? system : std::string()) + trim(m.content) + " [/INST]";
+      out += "[INST] " + trim(content) + " [/INST]";
       first = false;
     }
   }

@@ -35,13 +35,13 @@ ApiError get_int(const json& body, const char* field, long long lo, long long hi
   auto it = body.find(field);
   if (it == body.end() || it->is_null()) return {};
   long long v;
-  if (it->is_number_integer()) {
+  if (it->is_number_integer() && !it->is_number_unsigned()) {
     v = it->get<long long>();
   } else if (it->is_number_unsigned()) {
     const unsigned long long u = it->get<unsigned long long>();
-    v = u > static_cast<unsigned long long>(hi) ? hi + 1 : static_cast<long long>(u);
     if (u > static_cast<unsigned long long>(std::numeric_limits<long long>::max()))
       return bad_request(std::string("'") + field + "' is out of range", field);
+    v = static_cast<long long>(u);
   } else if (it->is_number_float()) {
     const double d = it->get<double>();
     if (!std::isfinite(d) || d != std::floor(d) || d < -9e18 || d > 9e18)
