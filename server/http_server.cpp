@@ -251,18 +251,28 @@ void routes(httplib::Server& svr, Context& cx) {
   });
 }
 
-}  // namespace
-
-int serve(std::shared_ptr<const Model> model, const ServeOptions& options) {
-  // Signals are taken by this thread with sigwait: block them before any thread starts
-  // so every thread inherits the mask. A client that disconnects must not kill the
-  // process with SIGPIPE.
+sigset_t shutdown_signals() {
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  return sigs;
+}
+
+}  // namespace
+
+// Signals are taken by serve()'s thread with sigwait: blocked before any thread starts
+// so every thread inherits the mask. A client that disconnects must not kill the
+// process with SIGPIPE.
+void prepare_signals() {
+  sigset_t sigs = shutdown_signals();
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
+}
+
+int serve(std::shared_ptr<const Model> model, const ServeOptions& options) {
+  prepare_signals();
+  sigset_t sigs = shutdown_signals();
 
   Context cx;
   cx.model = model;

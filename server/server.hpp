@@ -28,6 +28,12 @@ struct ServeOptions {
   SchedulerOptions scheduler;
 };
 
+// Blocks SIGTERM/SIGINT in the calling thread (serve() takes them with sigwait) and
+// ignores SIGPIPE. Call it before any other thread exists (before loading the model:
+// OpenMP's workers inherit the mask, otherwise one of them could take the signal and
+// die of it).
+void prepare_signals();
+
 // Returns the process exit code: 0 after a graceful shutdown, 1 when the address
 // cannot be bound or the sessions cannot be opened (message on stderr).
 int serve(std::shared_ptr<const Model> model, const ServeOptions& options);

@@ -61,6 +61,7 @@ std::string stem(const std::string& path) {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
+  server::prepare_signals();  // before the model load starts OpenMP's threads
   Args a;
   if (!a.parse(argc, argv, {"help"},
                {"tokenizer", "synthetic", "seed", "host", "port", "threads", "max-sessions", "max-context", "queue",
