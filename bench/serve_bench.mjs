@@ -67,6 +67,18 @@ function run(model, tokens, steps) {
   }));
 }
 
+// `headwise bench`'s warm decode rate (it repeats after a warm-up; run's own rate
+// includes a fresh process's first, slower decodes).
+function benchDecode(model, promptLen, gen) {
+  return new Promise((res, rej) => execFile(opt.headwise, ['bench', '--synthetic', model, '--prompt-len', String(promptLen),
+    '--gen-len', String(gen), '--threads', T, '--no-peak', '--json'], { maxBuffer: 1 << 26 }, (e, out) => {
+    if (e) return rej(e);
+    const j = JSON.parse(out);
+    const d = j.decode?.tokens_per_s;
+    res(typeof d === 'number' ? d : d?.median);
+  }));
+}
+
 async function overhead(model) {
   const prompt = ids(16, 1), gen = Number(opt.gen);
   const srv = await startServer(model, ['--max-sessions', '1', '--max-context', '512']);
@@ -78,6 +90,10 @@ async function overhead(model) {
     r.push((await run(model, prompt, prompt.length + gen - 1)).gen_tps);
   }
   await srv.stop();
+  const b = [];
+  for (let i = 0; i < Number(opt.repeats); i++) b.push(await benchDecode(model, prompt.length, gen));
+  console.log(`overhead ${model}: headwise bench (warm, in-process) decode ${median(b).toFixed(2)} tokens/s (${range(b)}): ` +
+              `server/bench ${(median(s) / median(b)).toFixed(3)}`);
   console.log(`overhead ${model}: one streamed greedy request ${median(s).toFixed(2)} tokens/s (${range(s)}), ` +
               `headwise run ${median(r).toFixed(2)} tokens/s (${range(r)}): server/run ${(median(s) / median(r)).toFixed(3)} ` +
               `(${((1 - median(s) / median(r)) * 100).toFixed(1)}% slower; goal < 3%)`);
