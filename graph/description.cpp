@@ -11,6 +11,7 @@
 
 #include "graph/input_file.hpp"
 #include "graph/json_strict.hpp"
+#include "kernels/attention/attention.hpp"
 
 namespace headwise::graph {
 namespace {
@@ -119,9 +120,10 @@ class Parser {
     if (s->n_heads % s->n_kv_heads != 0)
       return fail("settings", "n_heads (" + std::to_string(s->n_heads) +
                                   ") is not divisible by n_kv_heads (" + std::to_string(s->n_kv_heads) + ")");
-    if (s->head_dim > 256)
-      return fail("settings", "head_dim " + std::to_string(s->head_dim) +
-                                  " is above 256, a limit of this build (its attention kernels)");
+    if (s->head_dim > kernels::kMaxHeadDim)
+      return fail("settings", "head_dim " + std::to_string(s->head_dim) + " is above " +
+                                  std::to_string(kernels::kMaxHeadDim) +
+                                  ", a limit of this build (kernels/attention/attention.hpp says why)");
     // Widths are ints downstream: n_heads × head_dim must not wrap (2^29 heads of 8
     // would come out as 64 and pass every shape check).
     for (auto [name, heads] : {std::pair{"n_heads", s->n_heads}, {"n_kv_heads", s->n_kv_heads}})
