@@ -58,6 +58,30 @@ def main():
             print(f"{model}: {ids} -> {by_text!r}")
             if by_text != by_ids or not by_text.startswith(prompt.encode()):
                 failures.append(f"{model}: --prompt printed {by_text!r}, --tokens {by_ids!r}")
+    # Generation stops at the model's EOS: make the greedy continuation's first token the
+    # EOS of generation_config.json and nothing may be generated.
+    import json
+    import shutil
+    hf = models["qwen2"][0]
+    run = ["--tokens", "1,2,3", "-n", 8, "--temp", 0, "--threads", 2]
+    first = common.run_cli(args.headwise, ["run", hf] + run).stdout.split()[2]  # after t_1, t_2
+    eos_dir = os.path.join(args.workdir, "qwen2-eos-hf")
+    shutil.rmtree(eos_dir, ignore_errors=True)
+    shutil.copytree(hf, eos_dir)
+    with open(os.path.join(eos_dir, "generation_config.json"), "w") as f:
+        json.dump({"eos_token_id": [int(first)]}, f)
+    p = common.run_cli(args.headwise, ["run", eos_dir] + run)
+    print(f"EOS {int(first)}: {p.stdout.split()} / {p.stderr.decode().strip()}")
+    if p.stdout.split() != [b"2", b"3"] or b"generated 0 tokens" not in p.stderr:
+        failures.append(f"EOS {first} did not stop generation: {p.stdout!r}")
+    # Mistral's sliding window (128 < 256 positions) caps the context at the window.
+    p = common.run_cli(args.headwise, ["run", models["mistral"][0], "--verbose"] + run)
+    if b"context 128;" not in p.stderr:
+        failures.append("mistral: the context is not capped at the sliding window: " + p.stderr.decode())
+    # maps and heads run on GGUF files.
+    for model in (models["llama"][1], models["gpt2"][1]):
+        common.run_cli(args.headwise, ["maps", model, "-o", os.path.join(args.workdir, "maps.html"), "--threads", 2])
+        common.run_cli(args.headwise, ["heads", model, "--threads", 2])
     if failures:
         common.fail("; ".join(failures))
     print("PASS")
