@@ -99,7 +99,9 @@ TEST(Architectures, Llama3FrequencyFactors) {
       const double scaled = (1 - smooth) * freq / 8 + smooth * freq;  // Meta's formula
       EXPECT_NEAR(f[i], freq / scaled, 1e-5) << i;
     }
-    if (i > 0) EXPECT_GE(f[i], f[i - 1]);
+    if (i > 0) {
+      EXPECT_GE(f[i], f[i - 1]);
+    }
   }
   EXPECT_EQ(f[0], 1.0f);
   EXPECT_EQ(f[63], 8.0f);
