@@ -3,6 +3,7 @@
 // Statistics go to stderr.
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/plan.hpp"
 #include "headwise/attention.hpp"
 #include "headwise/model.hpp"
 #include "headwise/sampler.hpp"
@@ -28,7 +30,8 @@ constexpr const char* kDefaultTokenizer = "../shared/models/stories260K/tok512.b
 void usage(std::FILE* f) {
   std::fprintf(f,
       "usage: headwise run [MODEL] [options]\n"
-      "  MODEL            model.json, a folder with model.json, or a llama2.c checkpoint .bin\n"
+      "  MODEL            model.json, a folder with model.json, a GGUF file, a Hugging Face\n"
+      "                   folder (config.json + safetensors), or a llama2.c checkpoint .bin\n"
       "                   (default: %s if present, else a built-in model with random weights)\n"
       "  --tokenizer FILE tokenizer.bin (required with a .bin checkpoint; default for the\n"
       "                   default model: %s)\n"
@@ -36,13 +39,15 @@ void usage(std::FILE* f) {
       "  --tokens IDS     the prompt as comma-separated token ids instead of text (BOS is not\n"
       "                   added; without a tokenizer, generated ids are printed one per line)\n"
       "  -n, --steps N    positions to run, prompt included (default 256; capped at the context)\n"
-      "  --temp T         temperature, 0 = greedy (default 1.0)\n"
-      "  --top-p P        nucleus sampling threshold in (0,1] (default 0.9)\n"
+      "  --temp T         temperature, 0 = greedy (default: generation_config.json's, else 1.0)\n"
+      "  --top-p P        nucleus sampling threshold in (0,1] (default: the model's, else 0.9)\n"
       "  --seed S         random seed, > 0 (default: time-based, printed on stderr)\n"
       "  --threads N      threads (default: all cores)\n"
       "  --logits FILE    write the logits of every prompt position as a [positions][vocab]\n"
       "                   float32 .npy\n"
-      "  --verbose        describe the model and plan on stderr\n",
+      "  --verbose        describe the model and plan on stderr\n"
+      "  --synthetic NAME instead of MODEL: a model with seeded random weights (weights seed 1,\n"
+      "                   as 'headwise bench' and 'headwise serve' use)\n",
       kDefaultModel, kDefaultTokenizer);
 }
 
@@ -85,7 +90,7 @@ int fail(const Status& s) {
 int cmd_run(int argc, char** argv) {
   Args a;
   if (!a.parse(argc, argv, {"help", "verbose"},
-               {"tokenizer", "prompt", "tokens", "n", "steps", "temp", "top-p", "seed", "threads", "logits"})) {
+               {"tokenizer", "prompt", "tokens", "n", "steps", "temp", "top-p", "seed", "threads", "logits", "synthetic"})) {
     std::fprintf(stderr, "headwise run: %s\n", a.error().c_str());
     usage(stderr);
     return 2;
@@ -100,8 +105,8 @@ int cmd_run(int argc, char** argv) {
   }
   const std::string prompt = a.str("prompt");
   const long long steps_arg = a.has("steps") ? a.integer("steps", 256) : a.integer("n", 256);
-  const double temp = a.number("temp", 1.0);
-  const double top_p = a.number("top-p", 0.9);
+  double temp = a.number("temp", 1.0);
+  double top_p = a.number("top-p", 0.9);
   long long seed = a.integer("seed", 0);
   const long long threads = a.integer("threads", 0);
   if (!a.ok()) {
@@ -121,11 +126,20 @@ int cmd_run(int argc, char** argv) {
   std::string model_path = a.positional().empty() ? "" : a.positional()[0];
   ModelOptions mo;
   mo.tokenizer = a.str("tokenizer");
-  if (model_path.empty() && exists(kDefaultModel)) {
+  if (a.has("synthetic")) {
+    if (!model_path.empty()) {
+      std::fprintf(stderr, "headwise run: give MODEL or --synthetic NAME, not both\n");
+      return 2;
+    }
+    Status s = Model::synthetic(a.str("synthetic"), 1, &model);
+    if (!s.ok()) return fail(s);
+  } else if (model_path.empty() && exists(kDefaultModel)) {
     model_path = kDefaultModel;
     if (mo.tokenizer.empty()) mo.tokenizer = kDefaultTokenizer;
   }
-  if (model_path.empty()) {
+  if (model) {
+    // --synthetic: built above
+  } else if (model_path.empty()) {
     std::fprintf(stderr,
                  "headwise run: %s is not here (it comes from ../shared/models, see its README:\n"
                  "  Karpathy's TinyStories stories260K from the llama2.c project).\n"
@@ -147,6 +161,9 @@ int cmd_run(int argc, char** argv) {
   }
   const double load_s = now() - t_load;
   const ModelInfo& info = model->info();
+  // generation_config.json's defaults apply when the options are not given.
+  if (!a.has("temp") && info.default_temperature >= 0) temp = info.default_temperature;
+  if (!a.has("top-p") && info.default_top_p > 0 && info.default_top_p <= 1) top_p = info.default_top_p;
   if (a.has("verbose"))
     std::fprintf(stderr,
                  "model %s (%s): vocab %d, d_model %d, %d layers, %d heads (%d kv), head_dim %d, "
@@ -188,6 +205,8 @@ int cmd_run(int argc, char** argv) {
 
   // Prompt: one prefill pass over the tokens that fit in `steps` positions.
   const int feed = std::min(n, steps);
+  if (a.has("verbose"))  // what the plan decided, per node, for this prompt's pass
+    std::fputs(model->plan().describe(std::max(1, std::min(feed, 1024)), so.threads).c_str(), stderr);
   const double t0 = now();
   {
     Status s = session->prefill(ids.data(), feed);
@@ -202,6 +221,11 @@ int cmd_run(int argc, char** argv) {
   for (int i = 1; i < std::min(n, steps + 1); ++i) std::fputs(piece(ids[i - 1], ids[i]).c_str(), stdout);
   std::fflush(stdout);
 
+  // The model's end-of-generation ids; llama2.c checkpoints end the text with BOS.
+  auto is_end = [&](int32_t id) {
+    if (info.eos_ids.empty()) return id == Tokenizer::kBos;
+    return std::find(info.eos_ids.begin(), info.eos_ids.end(), id) != info.eos_ids.end();
+  };
   Sampler sampler(info.vocab_size, static_cast<float>(temp), static_cast<float>(top_p),
                   static_cast<uint64_t>(seed));
   int generated = 0;
@@ -210,7 +234,7 @@ int cmd_run(int argc, char** argv) {
     int32_t token = ids[n - 1];
     for (int k = n; k <= steps; ++k) {
       const int32_t next = sampler.sample(session->logits());
-      if (next == Tokenizer::kBos) break;  // llama2.c's end of text
+      if (is_end(next)) break;
       std::fputs(piece(token, next).c_str(), stdout);
       std::fflush(stdout);
       ++generated;
