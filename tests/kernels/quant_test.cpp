@@ -3,9 +3,14 @@
 // from the DEQUANTIZED weights and the SAME prepared (bf16-rounded or int8-quantized)
 // inputs, so only the order of fp32 summation differs and the tolerance can be tight.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -297,6 +302,66 @@ TEST(QuantTypes, ParseAndSizes) {
   EXPECT_EQ(row_bytes(*type_info(WType::q4_k), 4096), size_t(16 * 144));
   EXPECT_EQ(row_bytes(*type_info(WType::q8_0), 64), size_t(68));
   EXPECT_EQ(act_row_bytes(ActKind::q8a, 64), size_t(80));
+}
+
+}  // namespace
+}  // namespace headwise::kernels::quant
+
+namespace headwise::kernels::quant {
+namespace {
+
+// Random blocks of every type (every bit pattern of the packed fields, with finite
+// f16/bf16 scales) dequantized by headwise and, independently, by gguf-py (NumPy) from
+// the llama.cpp source node-llama-cpp ships: gguf_dequant_reference.py.
+TEST(QuantSemantics, DequantizationMatchesGgufPy) {
+  const std::string bundle =
+      std::string(HEADWISE_SOURCE_DIR) + "/tests/node/node_modules/node-llama-cpp/llama/gitRelease.bundle";
+  char tmpl[] = "/tmp/headwise_quant_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::mt19937 g(42);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::normal_distribution<float> nd(0, 1);
+  auto finite_half = [&] { return f32_to_half(nd(g) * 0.01f); };
+  int n;
+  const WType* types = all_types(&n);
+  for (int i = 0; i < n; ++i) {
+    const TypeInfo* ti = type_info(types[i]);
+    const int rows = 3;
+    const int64_t K = ti->block == 1 ? 1000 : ti->block * 5;
+    std::vector<uint8_t> w(row_bytes(*ti, K) * rows);
+    for (uint8_t& b : w) b = uint8_t(byte(g));
+    // Scales and per-element halves must be finite; every other bit stays random.
+    for (size_t off = 0; off < w.size(); off += ti->block_bytes) {
+      uint8_t* blk = w.data() + off;
+      auto put = [&](int at, uint16_t h) { std::memcpy(blk + at, &h, 2); };
+      switch (types[i]) {
+        case WType::f16: put(0, finite_half()); break;
+        case WType::bf16: put(0, f32_to_bf16(nd(g))); break;
+        case WType::q8_0: case WType::q4_0: put(0, finite_half()); break;
+        case WType::q4_k: put(0, finite_half()); put(2, finite_half()); break;
+        case WType::q6_k: put(208, finite_half()); break;
+        default: break;
+      }
+    }
+    std::vector<float> y(size_t(K) * rows);
+    for (int r = 0; r < rows; ++r) ti->dequantize(w.data() + r * row_bytes(*ti, K), y.data() + r * K, K);
+    const std::string base = dir + "/" + ti->name;
+    FILE* f = fopen((base + ".bin").c_str(), "wb");
+    fwrite(w.data(), 1, w.size(), f);
+    fclose(f);
+    f = fopen((base + ".f32").c_str(), "wb");
+    fwrite(y.data(), 4, y.size(), f);
+    fclose(f);
+    f = fopen((base + ".rows").c_str(), "w");
+    fprintf(f, "%d", rows);
+    fclose(f);
+  }
+  const std::string cmd = std::string(HEADWISE_PYTHON) + " " + HEADWISE_SOURCE_DIR +
+                          "/tests/kernels/gguf_dequant_reference.py --bundle " + bundle + " --dir " + dir;
+  const int rc = std::system(cmd.c_str());
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_EQ(rc, 0) << cmd;
 }
 
 }  // namespace
