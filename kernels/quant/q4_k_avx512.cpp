@@ -1,11 +1,13 @@
-// Q4_K products on avx512: int8 dot products with AVX512-VNNI vpdpbusd (dot_x86.hpp).
-#include "kernels/quant/dot_x86.hpp"
+// Q4_K products on avx512: int8 dot products with AVX512-VNNI vpdpbusd; one weight row at a
+// time for one input row (dot_x86.hpp), register tiles for more (tile_x86.hpp).
+#include "kernels/quant/tile_x86.hpp"
 
 namespace headwise::kernels::quant {
 
 void gemv_q4_k__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa, size_t ab,
                     int M, int64_t K, float* y, int64_t ldy) {
-  gemv_rows<dot_q4_k<DpbusdVnni>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
+  if (M == 1) gemv_rows<dot_q4_k<DpbusdVnni>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
+  else gemm_tiled<TQ4_K<DpbusdVnni>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
 }
 
 }  // namespace headwise::kernels::quant

@@ -283,8 +283,10 @@ TEST(QuantGemv, EveryTypeAndIsaAgainstFloat64) {
       std::vector<int64_t> Ks = {blk, 3 * blk, blk * (blk == 256 ? 9 : blk == 32 ? 67 : 2048)};
       if (blk == 1) Ks.insert(Ks.end(), {7, 33, 100, 1001});
       for (int64_t K : Ks)
-        for (int M : {1, 3})
+        for (int M : {1, 3, 9})  // 9: two whole tiles of 4 inputs plus one
           for (int64_t N : {int64_t(1), int64_t(2), int64_t(19)}) check_gemv(types[i], isa, {M, K, N});
+      // more inputs than one pass over the weights takes (64), odd weight rows
+      check_gemv(types[i], isa, {70, 3 * blk, 5});
     }
     printf("  %s: worst error %.2f × 2⁻²⁴·Σ|partial sums| (bound %.0f)\n", isa_name(isa), g_worst, kGemvUlps);
     g_worst = 0;
