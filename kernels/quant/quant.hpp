@@ -71,6 +71,13 @@ void activation_values(ActKind a, const void* xa, double* out, int64_t K);
 // avx512 entry on a CPU without VNNI/BF16). Looked up once by the plan, not per call.
 GemvFn gemv_kernel(WType t, Isa isa);
 
+// Rows [n0, n1) of W dequantized to bf16 into out (rows ldo elements apart): the
+// weight panel of prefill's bf16 GEMM. Null where the type × ISA has none (only avx512
+// with AVX512-BF16 converts; BF16 weights need none, they are used in place).
+using DequantBf16Fn = void (*)(const void* w, size_t row_bytes, int64_t n0, int64_t n1, int64_t K,
+                               uint16_t* out, int64_t ldo);
+DequantBf16Fn dequant_bf16_kernel(WType t, Isa isa);
+
 // True when avx512 kernels of this catalogue can run here (AVX512 F/BW/DQ/VL + VNNI + BF16).
 bool cpu_has_avx512_vnni_bf16();
 

@@ -21,19 +21,22 @@ struct SubW {
   __m256i q;
   __m256 ws;
   float c0, c1;
+  float s0, s1;  // the scales of elements 0-15 and 16-31: x = s·q − c
 };
 
 template <class D>
 struct TQ8_0 {
   using B = BlockQ8_0;
   static constexpr int kBlock = kQK, kSub = 1;
+  static constexpr bool kSignedQ = !D::kWideU8;
   struct Prep { float d; };
   static Prep prep(const B& b) { return {h2f(b.d)}; }
   static SubW sub(const B& b, const Prep& p, int) {
     const __m256i w = load32(b.q);
     // VNNI multiplies u8·s8 without saturation: w + 128 as unsigned, minus 128·Σx.
-    if constexpr (D::kWideU8) return {_mm256_xor_si256(w, _mm256_set1_epi8(char(0x80))), _mm256_set1_ps(p.d), 128 * p.d, 128 * p.d};
-    return {w, _mm256_set1_ps(p.d), 0, 0};
+    if constexpr (D::kWideU8)
+      return {_mm256_xor_si256(w, _mm256_set1_epi8(char(0x80))), _mm256_set1_ps(p.d), 128 * p.d, 128 * p.d, p.d, p.d};
+    return {w, _mm256_set1_ps(p.d), 0, 0, p.d, p.d};
   }
   static __m256i pair(__m256i q, __m256i x) {
     if constexpr (D::kWideU8) return D::dot(q, x);
@@ -43,6 +46,7 @@ struct TQ8_0 {
 
 template <class D>
 struct TQ4_0 {
+  static constexpr bool kSignedQ = false;
   using B = BlockQ4_0;
   static constexpr int kBlock = kQK, kSub = 1;
   struct Prep { float d; };
@@ -50,13 +54,14 @@ struct TQ4_0 {
   static SubW sub(const B& b, const Prep& p, int) {
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.q));
     const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0xF));
-    return {q, _mm256_set1_ps(p.d), 8 * p.d, 8 * p.d};
+    return {q, _mm256_set1_ps(p.d), 8 * p.d, 8 * p.d, p.d, p.d};
   }
   static __m256i pair(__m256i q, __m256i x) { return D::dot(q, x); }
 };
 
 template <class D>
 struct TQ4_K {
+  static constexpr bool kSignedQ = false;
   using B = BlockQ4_K;
   static constexpr int kBlock = kQKK, kSub = 8;
   struct Prep { float s[8], m[8]; };
@@ -74,13 +79,14 @@ struct TQ4_K {
   static SubW sub(const B& b, const Prep& p, int j) {
     const __m256i raw = load32(b.q + 32 * (j / 2));
     const __m256i q = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0xF));
-    return {q, _mm256_set1_ps(p.s[j]), p.m[j], p.m[j]};
+    return {q, _mm256_set1_ps(p.s[j]), p.m[j], p.m[j], p.s[j], p.s[j]};
   }
   static __m256i pair(__m256i q, __m256i x) { return D::dot(q, x); }
 };
 
 template <class D>
 struct TQ6_K {
+  static constexpr bool kSignedQ = false;
   using B = BlockQ6_K;
   static constexpr int kBlock = kQKK, kSub = 8;
   struct Prep { float s[16]; };
@@ -100,7 +106,7 @@ struct TQ6_K {
                      : g == 2 ? qh : _mm256_srli_epi16(qh, 2);
     const __m256i q = _mm256_or_si256(lo, _mm256_and_si256(hs, _mm256_set1_epi8(0x30)));
     const float s0 = p.s[2 * j], s1 = p.s[2 * j + 1];
-    return {q, _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0)), 32 * s0, 32 * s1};
+    return {q, _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0)), 32 * s0, 32 * s1, s0, s1};
   }
   static __m256i pair(__m256i q, __m256i x) { return D::dot(q, x); }
 };
@@ -178,6 +184,34 @@ void gemm_tiled(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa
     }
   }
 }
+
+#if defined(__AVX512BF16__)
+// Rows [n0, n1) of W dequantized to bf16 (round to nearest even, vcvtneps2bf16) into
+// out (rows ldo elements apart): the weight panel a bf16 GEMM multiplies in prefill.
+template <class T>
+void dequant_rows_bf16(const void* w, size_t rb, int64_t n0, int64_t n1, int64_t K, uint16_t* out, int64_t ldo) {
+  using B = typename T::B;
+  for (int64_t n = n0; n < n1; ++n) {
+    const B* row = reinterpret_cast<const B*>(static_cast<const uint8_t*>(w) + size_t(n) * rb);
+    uint16_t* o = out + (n - n0) * ldo;
+    for (int64_t b = 0; b < K / T::kBlock; ++b) {
+      const typename T::Prep p = T::prep(row[b]);
+      for (int j = 0; j < T::kSub; ++j) {
+        const SubW s = T::sub(row[b], p, j);
+        // elements 0-15 and 16-31 as int32, then s·q − c
+        const __m512i q0 = T::kSignedQ ? _mm512_cvtepi8_epi32(_mm256_castsi256_si128(s.q))
+                                       : _mm512_cvtepu8_epi32(_mm256_castsi256_si128(s.q));
+        const __m512i q1 = T::kSignedQ ? _mm512_cvtepi8_epi32(_mm256_extracti128_si256(s.q, 1))
+                                       : _mm512_cvtepu8_epi32(_mm256_extracti128_si256(s.q, 1));
+        const __m512 v0 = _mm512_fmsub_ps(_mm512_cvtepi32_ps(q0), _mm512_set1_ps(s.s0), _mm512_set1_ps(s.c0));
+        const __m512 v1 = _mm512_fmsub_ps(_mm512_cvtepi32_ps(q1), _mm512_set1_ps(s.s1), _mm512_set1_ps(s.c1));
+        const __m512bh h = _mm512_cvtne2ps_pbh(v1, v0);
+        _mm512_storeu_si512(o + (b * T::kSub + j) * kQK, reinterpret_cast<const __m512i&>(h));
+      }
+    }
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace headwise::kernels::quant

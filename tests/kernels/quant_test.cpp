@@ -368,3 +368,49 @@ TEST(QuantSemantics, DequantizationMatchesGgufPy) {
 
 }  // namespace
 }  // namespace headwise::kernels::quant
+
+namespace headwise::kernels::quant {
+namespace {
+
+// Prefill's bf16 weight panels: each value is the reference dequantization rounded to
+// bf16, within one bf16 step (the vector code fuses s·q − c into one rounding where
+// the reference rounds twice, which can move a value across a bf16 rounding boundary).
+TEST(QuantDequantBf16, MatchesReferenceRoundedToBf16) {
+  int n;
+  const WType* types = all_types(&n);
+  const bool expect = may_use(Isa::avx512) && cpu_has_avx512_vnni_bf16();
+  for (int i = 0; i < n; ++i) {
+    const TypeInfo* ti = type_info(types[i]);
+    const DequantBf16Fn fn = dequant_bf16_kernel(types[i], Isa::avx512);
+    if (types[i] == WType::bf16) {
+      EXPECT_EQ(fn, nullptr) << "bf16 weights are used in place";
+      continue;
+    }
+    if (!expect) {
+      EXPECT_EQ(fn, nullptr);
+      continue;
+    }
+    ASSERT_NE(fn, nullptr) << ti->name;
+    const int64_t K = ti->block == 1 ? 77 : ti->block * 3, N = 5, ldo = K + 3;
+    const size_t rb = row_bytes(*ti, K);
+    std::vector<uint8_t> w(rb * N);
+    const std::vector<float> x = gaussian(size_t(K * N), 5, 17);
+    for (int64_t r = 0; r < N; ++r) ti->quantize(x.data() + r * K, w.data() + r * rb, K);
+    std::vector<uint16_t> out(size_t(ldo * N), 0xFFFF);
+    fn(w.data(), rb, 1, N, K, out.data(), ldo);  // rows 1..4 into out rows 0..3
+    std::vector<float> ref(K);
+    for (int64_t r = 1; r < N; ++r) {
+      ti->dequantize(w.data() + r * rb, ref.data(), K);
+      for (int64_t k = 0; k < K; ++k) {
+        const float got = bf16_to_f32(out[(r - 1) * ldo + k]), want = ref[k];
+        const float step = std::fabs(bf16_to_f32(f32_to_bf16(want))) * std::ldexp(1.0f, -7) + 1e-30f;
+        ASSERT_LE(std::fabs(got - want), step) << ti->name << " row " << r << " k " << k;
+      }
+      for (int64_t k = K; k < ldo; ++k) ASSERT_EQ(out[(r - 1) * ldo + k], 0xFFFF) << "wrote past K";
+    }
+    for (size_t k = size_t(ldo * (N - 1)); k < out.size(); ++k) ASSERT_EQ(out[k], 0xFFFF) << "wrote past n1";
+  }
+}
+
+}  // namespace
+}  // namespace headwise::kernels::quant
