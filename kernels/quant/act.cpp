@@ -1,5 +1,6 @@
 // Input rows prepared for the weight types' products (quant.hpp): fp32 as is, bf16
 // rounded to nearest even, or int8 blocks of 32 with one fp32 scale each.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -32,14 +33,14 @@ void prepare_activations(ActKind a, const float* x, void* out, int64_t K) {
       for (int64_t b = 0; b < K / kQK; ++b) {
         const float* xb = x + b * kQK;
         float amax = 0;
-        for (int j = 0; j < kQK; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+        for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(xb[j]));
         // d = amax / 127 so the largest value maps to ±127; q = round(x / d).
         const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
         o[b].d = d;
         int s0 = 0, s1 = 0;
         for (int j = 0; j < kQK; ++j) {
-          const float v = std::nearbyint(xb[j] * id);
-          const int q = int(std::fmin(127.0f, std::fmax(-127.0f, v)));
+          const float v = round_even(xb[j] * id);
+          const int q = int(clampf(v, -127.0f, 127.0f));
           o[b].q[j] = int8_t(q);
           (j < kQK / 2 ? s0 : s1) += q;
         }

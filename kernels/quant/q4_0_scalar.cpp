@@ -1,6 +1,7 @@
 // Q4_0: blocks of 32 nibbles with one f16 scale, x = d·(q − 8). Reference quantization
 // (the value of largest magnitude maps to −8, so the grid reaches it exactly),
 // dequantization, and the scalar product against int8 inputs.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/quant/blocks.hpp"
@@ -19,7 +20,7 @@ void quantize_q4_0(const float* x, void* out, int64_t K) {
     const float d = half_to_f32(o[b].d), id = d != 0 ? 1.0f / d : 0.0f;
     uint8_t q[kQK];
     for (int j = 0; j < kQK; ++j)
-      q[j] = uint8_t(std::fmin(15.0f, std::fmax(0.0f, std::nearbyint(xb[j] * id) + 8.0f)));
+      q[j] = uint8_t(clampf(round_even(xb[j] * id) + 8.0f, 0.0f, 15.0f));
     for (int j = 0; j < kQK / 2; ++j) o[b].q[j] = uint8_t(q[j] | (q[j + kQK / 2] << 4));
   }
 }

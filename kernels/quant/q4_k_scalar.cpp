@@ -2,6 +2,7 @@
 // sc_j, m_j and q ∈ [0, 15]. Reference quantization (scale search per sub-block,
 // scale_search.hpp, then the 6-bit scales, then the nibbles against the stored
 // scales), dequantization, and the scalar product against int8 inputs.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -26,16 +27,16 @@ void quantize_q4_k(const float* x, void* out, int64_t K) {
     float sc[8], mn[8], max_sc = 0, max_mn = 0;
     for (int j = 0; j < 8; ++j) {
       fit_scale_min(xb + 32 * j, w + 32 * j, 32, 15, &sc[j], &mn[j]);
-      max_sc = std::fmax(max_sc, sc[j]);
-      max_mn = std::fmax(max_mn, mn[j]);
+      max_sc = std::max(max_sc, sc[j]);
+      max_mn = std::max(max_mn, mn[j]);
     }
     B.d = f32_to_half(max_sc / 63.0f);
     B.dmin = f32_to_half(max_mn / 63.0f);
     const float d = half_to_f32(B.d), dmin = half_to_f32(B.dmin);
     uint8_t q[kQKK];
     for (int j = 0; j < 8; ++j) {
-      const int is = d > 0 ? int(std::fmin(63.0f, std::nearbyint(sc[j] / d))) : 0;
-      const int im = dmin > 0 ? int(std::fmin(63.0f, std::nearbyint(mn[j] / dmin))) : 0;
+      const int is = d > 0 ? int(std::min(63.0f, round_even(sc[j] / d))) : 0;
+      const int im = dmin > 0 ? int(std::min(63.0f, round_even(mn[j] / dmin))) : 0;
       if (j < 4) {
         B.scales[j] = uint8_t(is);
         B.scales[j + 4] = uint8_t(im);
@@ -47,8 +48,8 @@ void quantize_q4_k(const float* x, void* out, int64_t K) {
       // The nibbles against the scale and min as stored (what dequantization will use).
       const float s = d * is, m = dmin * im;
       for (int i = 0; i < 32; ++i) {
-        const float v = s > 0 ? std::nearbyint((xb[32 * j + i] + m) / s) : 0.0f;
-        q[32 * j + i] = uint8_t(std::fmin(15.0f, std::fmax(0.0f, v)));
+        const float v = s > 0 ? round_even((xb[32 * j + i] + m) / s) : 0.0f;
+        q[32 * j + i] = uint8_t(clampf(v, 0.0f, 15.0f));
       }
     }
     for (int c = 0; c < 4; ++c)

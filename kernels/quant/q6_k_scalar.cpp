@@ -4,6 +4,7 @@
 // top 2 bits in bits 2g, 2g + 1 of qh[32h + l]; its scale is scales[e / 16].
 // Reference quantization (symmetric scale search per sub-block, then int8 scales, then
 // q against the stored scales), dequantization, and the scalar int8 product.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -42,13 +43,13 @@ void quantize_q6_k(const float* x, void* out, int64_t K) {
     B.d = f32_to_half(std::fabs(mx) / 127.0f);
     const float d = half_to_f32(B.d);
     for (int j = 0; j < 16; ++j) {
-      const int is = d > 0 ? int(std::fmin(127.0f, std::fmax(-127.0f, std::nearbyint(sc[j] / d)))) : 0;
+      const int is = d > 0 ? int(clampf(round_even(sc[j] / d), -127.0f, 127.0f)) : 0;
       B.scales[j] = int8_t(is);
       const float s = d * is;
       for (int i = 0; i < 16; ++i) {
         const int e = 16 * j + i;
-        const float v = s != 0 ? std::nearbyint(xb[e] / s) : 0.0f;
-        const int q = int(std::fmin(31.0f, std::fmax(-32.0f, v))) + 32;
+        const float v = s != 0 ? round_even(xb[e] / s) : 0.0f;
+        const int q = int(clampf(v, -32.0f, 31.0f)) + 32;
         const int h = e / 128, g = (e % 128) / 32, l = e % 32;
         B.ql[64 * h + 32 * (g & 1) + l] |= uint8_t(g < 2 ? (q & 0xF) : (q & 0xF) << 4);
         B.qh[32 * h + l] |= uint8_t((q >> 4) << (2 * g));

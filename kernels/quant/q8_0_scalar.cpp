@@ -1,5 +1,6 @@
 // Q8_0: blocks of 32 int8 with one f16 scale. Reference quantization (d = max|x|/127 in
 // f16, q = round(x/d)), dequantization, and the scalar int8 product.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/quant/blocks.hpp"
@@ -12,12 +13,12 @@ void quantize_q8_0(const float* x, void* out, int64_t K) {
   for (int64_t b = 0; b < K / kQK; ++b) {
     const float* xb = x + b * kQK;
     float amax = 0;
-    for (int j = 0; j < kQK; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(xb[j]));
     o[b].d = f32_to_half(amax / 127.0f);
     // Divide by the stored (f16-rounded) scale, so what is dequantized is the nearest grid point.
     const float d = half_to_f32(o[b].d), id = d > 0 ? 1.0f / d : 0.0f;
     for (int j = 0; j < kQK; ++j)
-      o[b].q[j] = int8_t(std::fmin(127.0f, std::fmax(-127.0f, std::nearbyint(xb[j] * id))));
+      o[b].q[j] = int8_t(clampf(round_even(xb[j] * id), -127.0f, 127.0f));
   }
 }
 
