@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/plan.hpp"
 #include "headwise/attention.hpp"
 #include "headwise/model.hpp"
 #include "headwise/sampler.hpp"
@@ -193,6 +194,8 @@ int cmd_run(int argc, char** argv) {
 
   // Prompt: one prefill pass over the tokens that fit in `steps` positions.
   const int feed = std::min(n, steps);
+  if (a.has("verbose"))  // what the plan decided, per node, for this prompt's pass
+    std::fputs(model->plan().describe(std::max(1, std::min(feed, 1024)), so.threads).c_str(), stderr);
   const double t0 = now();
   {
     Status s = session->prefill(ids.data(), feed);

@@ -5,7 +5,7 @@
 // caller checks the CPU).
 #include <immintrin.h>
 
-#include "kernels/probe/probe.hpp"
+#include "bench/probe/probe.hpp"
 
 namespace headwise::kernels {
 
