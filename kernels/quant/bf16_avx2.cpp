@@ -1,6 +1,7 @@
 // BF16 products on avx2: bf16 → fp32 is a 16-bit shift (exact), then FMA; the inputs
 // are the same bf16-rounded values vdpbf16ps multiplies on avx512.
 #include "kernels/quant/dot_x86.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
 
 namespace headwise::kernels::quant {
 namespace {
@@ -30,3 +31,9 @@ void gemv_bf16__avx2(const void* w, size_t rb, int64_t n0, int64_t n1, const voi
 }
 
 }  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_bf16__avx2 =
+    quant::QuantLinear<quant::WType::bf16, WeightType::bf16, quant::gemv_bf16__avx2, false>::impl("bf16");
+}  // namespace headwise::kernels

@@ -1,6 +1,7 @@
 // BF16 products on avx512: AVX512-BF16 vdpbf16ps multiplies 32 bf16 pairs into 16 fp32
 // sums per instruction; the tail is a masked load (zeros add nothing).
 #include "kernels/quant/dot_x86.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
 
 namespace headwise::kernels::quant {
 namespace {
@@ -30,3 +31,9 @@ void gemv_bf16__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, const v
 }
 
 }  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_bf16__avx512 =
+    quant::QuantLinear<quant::WType::bf16, WeightType::bf16, quant::gemv_bf16__avx512, true>::impl("bf16");
+}  // namespace headwise::kernels

@@ -2,6 +2,7 @@
 // inputs (the same operands vdpbf16ps multiplies).
 #include "kernels/quant/blocks.hpp"
 #include "kernels/quant/gemv_rows.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
 
 namespace headwise::kernels::quant {
 
@@ -31,3 +32,9 @@ void gemv_bf16__scalar(const void* w, size_t rb, int64_t n0, int64_t n1, const v
 }
 
 }  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_bf16__scalar =
+    quant::QuantLinear<quant::WType::bf16, WeightType::bf16, quant::gemv_bf16__scalar, false>::impl("bf16");
+}  // namespace headwise::kernels

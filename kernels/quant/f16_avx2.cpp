@@ -1,5 +1,6 @@
 // F16 products on avx2: F16C widens 8 weights per vcvtph2ps, FMA against fp32 inputs.
 #include "kernels/quant/dot_x86.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
 
 namespace headwise::kernels::quant {
 namespace {
@@ -27,3 +28,9 @@ void gemv_f16__avx2(const void* w, size_t rb, int64_t n0, int64_t n1, const void
 }
 
 }  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_f16__avx2 =
+    quant::QuantLinear<quant::WType::f16, WeightType::f16, quant::gemv_f16__avx2, false>::impl("f16");
+}  // namespace headwise::kernels

@@ -1,6 +1,7 @@
 // F16 products on avx512: vcvtph2ps widens 16 weights at once, FMA against fp32
 // inputs; the tail is a masked load.
 #include "kernels/quant/dot_x86.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
 
 namespace headwise::kernels::quant {
 namespace {
@@ -45,3 +46,9 @@ void dequant_bf16_f16__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, 
 }
 
 }  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_f16__avx512 =
+    quant::QuantLinear<quant::WType::f16, WeightType::f16, quant::gemv_f16__avx512, true>::impl("f16");
+}  // namespace headwise::kernels

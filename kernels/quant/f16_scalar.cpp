@@ -2,6 +2,7 @@
 // inputs.
 #include "kernels/quant/blocks.hpp"
 #include "kernels/quant/gemv_rows.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
 
 namespace headwise::kernels::quant {
 
@@ -31,3 +32,9 @@ void gemv_f16__scalar(const void* w, size_t rb, int64_t n0, int64_t n1, const vo
 }
 
 }  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_f16__scalar =
+    quant::QuantLinear<quant::WType::f16, WeightType::f16, quant::gemv_f16__scalar, false>::impl("f16");
+}  // namespace headwise::kernels

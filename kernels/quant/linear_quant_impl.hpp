@@ -16,10 +16,13 @@
 namespace headwise::kernels::quant {
 namespace {
 
-template <WType T, WeightType RT, GemvFn Fn>
+// kVnniBf16: the entry uses AVX512-VNNI/BF16 too; on an AVX-512 CPU without them it
+// declines (supports() is false) and the registry falls to the avx2 entry.
+template <WType T, WeightType RT, GemvFn Fn, bool kVnniBf16>
 struct QuantLinear {
   static const TypeInfo& info() { return *type_info(T); }
   static bool supports(const PackedWeights& w) {
+    if (kVnniBf16 && !cpu_has_avx512_vnni_bf16()) return false;
     return w.type == RT && w.data && w.NB == 1 && w.K % info().block == 0 &&
            w.row_bytes == int64_t(row_bytes(info(), w.K));
   }

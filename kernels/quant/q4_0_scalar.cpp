@@ -6,6 +6,7 @@
 
 #include "kernels/quant/blocks.hpp"
 #include "kernels/quant/gemv_rows.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
 
 namespace headwise::kernels::quant {
 
@@ -57,3 +58,9 @@ void gemv_q4_0__scalar(const void* w, size_t rb, int64_t n0, int64_t n1, const v
 }
 
 }  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_q4_0__scalar =
+    quant::QuantLinear<quant::WType::q4_0, WeightType::q4_0, quant::gemv_q4_0__scalar, false>::impl("q4_0");
+}  // namespace headwise::kernels

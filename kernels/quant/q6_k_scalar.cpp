@@ -10,6 +10,7 @@
 
 #include "kernels/quant/blocks.hpp"
 #include "kernels/quant/gemv_rows.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
 #include "kernels/quant/scale_search.hpp"
 
 namespace headwise::kernels::quant {
@@ -91,3 +92,9 @@ void gemv_q6_k__scalar(const void* w, size_t rb, int64_t n0, int64_t n1, const v
 }
 
 }  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_q6_k__scalar =
+    quant::QuantLinear<quant::WType::q6_k, WeightType::q6_k, quant::gemv_q6_k__scalar, false>::impl("q6_K");
+}  // namespace headwise::kernels

@@ -2,6 +2,7 @@
 // time for one input row (dot_x86.hpp), register tiles for more (tile_x86.hpp);
 // and rows dequantized to bf16 for prefill's bf16 GEMM.
 #include "kernels/quant/tile_x86.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
 
 namespace headwise::kernels::quant {
 
@@ -17,3 +18,9 @@ void dequant_bf16_q8_0__avx512(const void* w, size_t rb, int64_t n0, int64_t n1,
 }
 
 }  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_q8_0__avx512 =
+    quant::QuantLinear<quant::WType::q8_0, WeightType::q8_0, quant::gemv_q8_0__avx512, true>::impl("q8_0");
+}  // namespace headwise::kernels
