@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "headwise/attention.hpp"
 #include "kernels/elementwise/elementwise.hpp"
 
 namespace headwise {
@@ -28,7 +27,8 @@ struct View {
 
 class Run {
  public:
-  Run(const graph::Plan& plan, const Step& s) : plan_(plan), g_(plan.graph), s_(s) {}
+  Run(const graph::Plan& plan, const Step& s)
+      : plan_(plan), g_(plan.graph), s_(s), threads_(graph::resolve_threads(s.threads)) {}
 
   // Where a value lives in this step. A value bound to a KV-cache slot lives in the
   // session's cache (at this step's positions) when the step has one sequence; with
@@ -47,7 +47,7 @@ class Run {
 
   Status node(int i) {
     const Node& n = g_.nodes[i];
-    const int M = s_.M, th = s_.threads;
+    const int M = s_.M, th = threads_;
     switch (n.op) {
       case OpKind::embedding:
         kernels::embedding(n.w, static_cast<int>(n.w_cols), s_.tokens, at(n.out[0]).out(), M, th);
@@ -66,6 +66,18 @@ class Run {
         kernels::rmsnorm(at(n.in[0]).in(), n.w, n.eps, at(n.out[0]).out(), M,
                          g_.values[n.out[0]].cols, th);
         return Status::Ok();
+      case OpKind::head_rmsnorm: {
+        // Each head's slice is a row of its own: rows × heads rows of head_dim.
+        const View x = at(n.in[0]), y = at(n.out[0]);
+        const int C = g_.values[n.out[0]].cols;
+        if (x.stride == C && y.stride == C)
+          kernels::rmsnorm({x.p, n.head_dim}, n.w, n.eps, {y.p, n.head_dim}, M * n.heads, n.head_dim, th);
+        else
+          for (int r = 0; r < M; ++r)
+            kernels::rmsnorm({x.p + r * x.stride, n.head_dim}, n.w, n.eps, {y.p + r * y.stride, n.head_dim},
+                             n.heads, n.head_dim, th);
+        return Status::Ok();
+      }
       case OpKind::layernorm:
         kernels::layernorm(at(n.in[0]).in(), n.w, n.b, n.eps, at(n.out[0]).out(), M,
                            g_.values[n.out[0]].cols, th);
@@ -159,9 +171,9 @@ class Run {
     // Several sequences (batched decode): one sequence per thread, each on its own
     // cache, rather than every sequence split over all threads — one parallel region
     // per node instead of one per sequence, and no merge of split keys for short ones.
-    if (nseq > 1 && !hook && s_.threads != 1) {
+    if (nseq > 1 && !hook && threads_ > 1) {
       Status first;
-      const int nt = std::min(nseq, s_.threads > 0 ? s_.threads : omp_get_max_threads());
+      const int nt = std::min(nseq, threads_);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
       for (int i = 0; i < nseq; ++i) {
         const Status st = sequence_attention(n, s_.seqs[i], 1);
@@ -172,7 +184,7 @@ class Run {
       }
       return first;
     }
-    for (const StepSeq& sq : s_.seqs) HW_RETURN_IF_ERROR(sequence_attention(n, sq, s_.threads));
+    for (const StepSeq& sq : s_.seqs) HW_RETURN_IF_ERROR(sequence_attention(n, sq, threads_));
     return Status::Ok();
   }
 
@@ -188,22 +200,25 @@ class Run {
         std::memcpy(vc + size_t(sq.pos0 + r) * kvw, v.p + (sq.row0 + r) * v.stride, kvw * sizeof(float));
       }
     }
-    AttentionParams a;
-    a.batch = 1;
-    a.q_len = sq.rows;
-    a.kv_len = sq.pos0 + sq.rows;
-    a.q_heads = n.heads;
-    a.kv_heads = n.kv_heads;
-    a.head_dim = n.head_dim;
-    a.causal = n.causal;
-    a.scale = n.scale;
-    a.threads = threads;
-    const AttnInput qi{q.p + sq.row0 * q.stride, 0, q.stride, n.head_dim};
-    const AttnInput ki{kc, 0, kvw, n.head_dim};
-    const AttnInput vi{vc, 0, kvw, n.head_dim};
-    const AttnOutput oo{o.p + sq.row0 * o.stride, 0, o.stride, n.head_dim};
-    const Status st = headwise::attention(a, qi, ki, vi, oo);
-    if (!st.ok()) return Status(st.code(), n.where + ": " + st.message());
+    // The graph checked the shapes when it was built; the plan chose the kernel.
+    kernels::AttnProblem p;
+    p.q = {q.p + sq.row0 * q.stride, 0, q.stride, n.head_dim};
+    p.k = {kc, 0, kvw, n.head_dim};
+    p.v = {vc, 0, kvw, n.head_dim};
+    p.o = {o.p + sq.row0 * o.stride, 0, o.stride, n.head_dim};
+    p.q_len = sq.rows;
+    p.kv_len = sq.pos0 + sq.rows;
+    p.q_heads = n.heads;
+    p.kv_heads = n.kv_heads;
+    p.head_dim = n.head_dim;
+    p.causal = n.causal;
+    p.scale = n.scale > 0 ? n.scale : 1.0f / std::sqrt(float(n.head_dim));
+    const kernels::AttnPlan ap = kernels::plan_attention(*plan_.attn, p, threads);
+    float* ws = sq.buf->attention_workspace(ap.workspace_floats());
+    if (!ws)
+      return Status(StatusCode::internal, n.where + ": out of memory for the attention workspace (" +
+                                              std::to_string(ap.workspace_floats() * 4) + " bytes)");
+    kernels::run_attention(*plan_.attn, p, ap, ws);
     if (s_.hook && *s_.hook) {
       AttentionTap tap;
       tap.layer = n.layer;
@@ -213,14 +228,14 @@ class Run {
       tap.kv_heads = n.kv_heads;
       tap.head_dim = n.head_dim;
       tap.causal = n.causal;
-      tap.scale = n.scale > 0 ? n.scale : 1.0f / std::sqrt(float(n.head_dim));
-      tap.q = qi.data;
+      tap.scale = p.scale;
+      tap.q = p.q.data;
       tap.q_stride = q.stride;
       tap.k = kc;
       tap.v = vc;
       tap.kv_stride = kvw;
-      tap.kv_len = a.kv_len;
-      tap.out = oo.data;
+      tap.kv_len = p.kv_len;
+      tap.out = p.o.data;
       tap.out_stride = o.stride;
       (*s_.hook)(tap);
     }
@@ -259,6 +274,7 @@ class Run {
   const graph::Plan& plan_;
   const graph::Graph& g_;
   const Step& s_;
+  const int threads_;  // resolved once for the step
 };
 
 }  // namespace

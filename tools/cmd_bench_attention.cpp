@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "headwise/attention.hpp"
-#include "headwise/peak.hpp"
+#include "bench/probe/peak.hpp"
 #include "kernels/dispatch.hpp"
 #include "tools/args.hpp"
 #include "tools/process_stats.hpp"

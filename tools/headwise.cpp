@@ -26,6 +26,7 @@ const Command kCommands[] = {
      "what each attention head does: previous-token/sink/local/induction scores, ablation"},
     {"serve", headwise::tools::cmd_serve,
      "an OpenAI-compatible HTTP server (completions, chat, streaming) with continuous batching"},
+    {"tokenize", headwise::tools::cmd_tokenize, "the token ids of a text with a model's own tokenizer"},
 };
 
 void usage(std::FILE* f) {

@@ -3,10 +3,11 @@
 // prefill prompts, decode tokens, read logits.
 //
 //   std::shared_ptr<const headwise::Model> model;
-//   HW_CHECK(headwise::Model::load("stories260K/", {}, &model));
+//   headwise::Status st = headwise::Model::load("stories260K/", {}, &model);
+//   if (!st.ok()) { std::fprintf(stderr, "%s\n", st.message().c_str()); return 1; }
 //   std::unique_ptr<headwise::Session> s;
-//   HW_CHECK(model->open_session({}, &s));
-//   HW_CHECK(s->prefill(model->tokenizer()->encode("Once upon a time", true)));
+//   st = model->open_session({}, &s);                                         // check st
+//   st = s->prefill(model->tokenizer()->encode("Once upon a time", true));   // check st
 //   int32_t next = headwise::Sampler(model->info().vocab_size, 0, 1, 0).sample(s->logits());
 //
 // Threads: every call runs on `threads` OpenMP threads of the calling thread (per
@@ -39,6 +40,12 @@ struct ModelInfo {
   size_t weight_bytes = 0;           // packed GEMM weights + other weights, in memory
   int64_t activation_floats_per_row = 0;  // the memory plan's arena, per token of a step
   size_t kv_bytes_per_token = 0;     // KV cache bytes per position (all layers)
+  // GGUF / Hugging Face checkpoints: the architecture ("llama", "qwen3", ...; empty for
+  // descriptions and llama2.c), the ids that end generation (empty: llama2.c's rule,
+  // BOS ends the text), and generation_config.json's sampling defaults (< 0: none).
+  std::string architecture;
+  std::vector<int32_t> eos_ids;
+  float default_temperature = -1, default_top_p = -1;
 };
 
 struct ModelOptions {
@@ -94,9 +101,9 @@ class Session;
 
 class Model : public std::enable_shared_from_this<Model> {
  public:
-  // `path`: a model description (model.json), a folder holding model.json, or a
-  // llama2.c checkpoint (*.bin, with options.tokenizer). Every error names the file and
-  // the tensor or field at fault.
+  // `path`: a model description (model.json), a folder holding model.json, a GGUF file,
+  // a Hugging Face folder (config.json + safetensors), or a llama2.c checkpoint (*.bin,
+  // with options.tokenizer). Every error names the file and the tensor or field at fault.
   static Status load(const std::string& path, const ModelOptions& options,
                      std::shared_ptr<const Model>* out);
   ~Model();
@@ -119,6 +126,8 @@ class Model : public std::enable_shared_from_this<Model> {
 
  private:
   Model() = default;
+  static Status load_checkpoint(const std::string& path, bool gguf, const ModelOptions& options,
+                                std::shared_ptr<const Model>* out);
   friend struct ModelBuilder;
   ModelInfo info_;
   std::unique_ptr<graph::Plan> plan_;
@@ -166,7 +175,6 @@ class Session {
 
  private:
   friend class Model;
-  friend struct Executor;
   Session() = default;
   std::shared_ptr<const Model> model_;
   int threads_ = 0, max_context_ = 0, max_chunk_ = 0, pos_ = 0;
