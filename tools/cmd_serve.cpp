@@ -34,8 +34,8 @@ void usage(std::FILE* f) {
       "  --shutdown-grace SEC on SIGTERM, time running generations get to finish (default 10)\n"
       "  --max-body BYTES     largest request body (default 1048576; larger: 413)\n"
       "  --chat-template T    chatml, llama3 or llama2: render chat with this template\n"
-      "                       (default: none, so /v1/chat/completions answers 400 until a model\n"
-      "                       carries a template headwise recognises)\n"
+      "                       (default: recognised in the model's own template; none there:\n"
+      "                       /v1/chat/completions answers 400)\n"
       "  --model-name NAME    the model id clients send (default: the file's name)\n"
       "  --http-threads N     HTTP worker threads (default: sessions + queue + 16)\n",
       names.c_str());
