@@ -24,8 +24,6 @@
 namespace headwise::tools {
 namespace {
 
-constexpr const char* kDefaultModel = "../shared/models/stories260K/stories260K.bin";
-constexpr const char* kDefaultTokenizer = "../shared/models/stories260K/tok512.bin";
 
 void usage(std::FILE* f) {
   std::fprintf(f,
@@ -47,12 +45,6 @@ void usage(std::FILE* f) {
       "                   float32 .npy\n"
       "  --verbose        describe the model and plan on stderr\n",
       kDefaultModel, kDefaultTokenizer);
-}
-
-bool exists(const std::string& p) {
-  std::FILE* f = std::fopen(p.c_str(), "rb");
-  if (f) std::fclose(f);
-  return f != nullptr;
 }
 
 double now() {
@@ -124,10 +116,7 @@ int cmd_run(int argc, char** argv) {
   std::string model_path = a.positional().empty() ? "" : a.positional()[0];
   ModelOptions mo;
   mo.tokenizer = a.str("tokenizer");
-  if (model_path.empty() && exists(kDefaultModel)) {
-    model_path = kDefaultModel;
-    if (mo.tokenizer.empty()) mo.tokenizer = kDefaultTokenizer;
-  }
+  if (model_path.empty()) default_model(&model_path, &mo.tokenizer);
   if (model_path.empty()) {
     std::fprintf(stderr,
                  "headwise run: %s is not here (it comes from ../shared/models, see its README:\n"
