@@ -25,6 +25,7 @@
 
 #include "headwise/attention.hpp"
 #include "bench/probe/peak.hpp"
+#include "kernels/attention/attention.hpp"
 #include "kernels/dispatch.hpp"
 #include "tools/random_tensor.hpp"
 
@@ -39,10 +40,7 @@ struct Shape {
 
   bool decode() const { return q_len == 1; }
   double flops() const {
-    const double bhd = double(batch) * q_heads * head_dim;
-    if (decode()) return 4.0 * bhd * kv_len;
-    if (causal) return 2.0 * bhd * q_len * (q_len + 1.0);
-    return 4.0 * bhd * q_len * kv_len;
+    return headwise::kernels::attention_flops(batch, q_heads, head_dim, q_len, kv_len, causal);
   }
   double kv_bytes() const { return 2.0 * batch * kv_len * kv_heads * head_dim * sizeof(float); }
   std::string name() const {

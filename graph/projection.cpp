@@ -167,14 +167,14 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
 }
 
 template <class F>
-void Projection::split_rows(int M, F&& f) const {
+void Projection::split_rows(int M, bool dense, F&& f) const {
   const int small_max = small_ ? small_->impl->max_rows : 0;
   for (int r = 0; r < M;) {
     const int rem = M - r;
     int take;
     if (dnn_ && !dnn_->classes.empty() && rem >= dnn_->classes.front().rows) {
-      int c = 0;  // the largest class that fits
-      while (c + 1 < int(dnn_->classes.size()) && dnn_->classes[c + 1].rows <= rem) ++c;
+      int c = 0;  // the largest class that fits (strided rows: the smallest, see run())
+      while (dense && c + 1 < int(dnn_->classes.size()) && dnn_->classes[c + 1].rows <= rem) ++c;
       take = dnn_->classes[c].rows;
       f(c, r, take);
     } else {
@@ -185,14 +185,20 @@ void Projection::split_rows(int M, F&& f) const {
   }
 }
 
+// Strided rows (never from the plan's own memory plan) are staged through dense ones
+// in passes of the smallest class, so staging costs (smallest class)·(K + N) floats,
+// not (rows per step)·(K + N).
+size_t Projection::staging_bytes(int rows) const {
+  if (!dnn_ || dnn_->classes.empty() || rows < dnn_->classes.front().rows) return 0;
+  return size_t(dnn_->classes.front().rows) * (K_ + N_) * sizeof(float);
+}
+
 size_t Projection::scratch_bytes(int rows) const {
-  size_t pad = 0, staging = 0, small = 0;
+  size_t pad = 0, small = 0;
+  const size_t staging = staging_bytes(rows);
   if (dnn_)
     for (const Onednn::Class& c : dnn_->classes)
-      if (c.rows <= rows) {
-        pad = std::max(pad, c.pad_bytes);
-        staging = size_t(c.rows) * (K_ + N_) * sizeof(float);
-      }
+      if (c.rows <= rows) pad = std::max(pad, c.pad_bytes);
   if (small_) {
     const int mr = small_->impl->max_rows;
     small = small_->impl->scratch_bytes(packed_, mr > 0 ? std::min(rows, mr) : rows);
@@ -204,19 +210,18 @@ Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M
                        void* scratch) const {
   if (M <= 0) return Status::Ok();
   // The same layout as scratch_bytes(M): oneDNN scratchpad | dense staging | small kernel.
-  size_t pad = 0, staging = 0;
+  size_t pad = 0;
+  const size_t staging = staging_bytes(M);
   if (dnn_)
     for (const Onednn::Class& c : dnn_->classes)
-      if (c.rows <= M) {
-        pad = std::max(pad, c.pad_bytes);
-        staging = size_t(c.rows) * (K_ + N_) * sizeof(float);
-      }
+      if (c.rows <= M) pad = std::max(pad, c.pad_bytes);
   char* base = static_cast<char*>(scratch);
   char* pad_p = base;
   float* stage = reinterpret_cast<float*>(base + round64(pad));
   void* small_scratch = base + round64(pad) + round64(staging);
   Status status;
-  split_rows(M, [&](int cls, int r0, int rows) {
+  const bool dense = ldx == K_ && ldy == N_;
+  split_rows(M, dense, [&](int cls, int r0, int rows) {
     if (!status.ok()) return;
     const float* xr = x + r0 * ldx;
     float* yr = y + r0 * ldy;
@@ -225,7 +230,6 @@ Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M
       return;
     }
     const Onednn::Class& c = dnn_->classes[cls];
-    const bool dense = ldx == K_ && ldy == N_;
     const float* xd = xr;
     float* yd = yr;
     if (!dense) {  // stage through dense rows (see make_pd)
@@ -271,7 +275,7 @@ std::string Projection::implementation(int M) const {
     out += (last < 0 ? small_kernel() : "oneDNN:" + dnn_->classes[last].impl) + "×" +
            std::to_string(rows_each) + (count > 1 ? "×" + std::to_string(count) : "");
   };
-  split_rows(M, [&](int cls, int, int rows) {
+  split_rows(M, true, [&](int cls, int, int rows) {
     if (cls == last && rows == rows_each) {
       ++count;
       return;

@@ -64,7 +64,8 @@ class Projection {
   Projection() = default;
   // Row counts run() hands to one call, in order: classes, then small-kernel passes.
   template <class F>
-  void split_rows(int M, F&& f) const;
+  void split_rows(int M, bool dense, F&& f) const;
+  size_t staging_bytes(int rows) const;
 
   int K_ = 0, N_ = 0;
   size_t weight_bytes_ = 0;

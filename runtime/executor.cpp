@@ -259,10 +259,8 @@ class Run {
       }
       case OpKind::attention:
         for (const StepSeq& sq : s_.seqs) {
-          const double Tq = sq.rows, Tk = sq.pos0 + sq.rows;
-          // causal: query i sees pos0 + i + 1 keys
-          const double pairs = n.causal ? Tq * sq.pos0 + Tq * (Tq + 1) / 2 : Tq * Tk;
-          t->flops += 4.0 * n.heads * n.head_dim * pairs;
+          const double Tk = sq.pos0 + sq.rows;
+          t->flops += kernels::attention_flops(1, n.heads, n.head_dim, sq.rows, sq.pos0 + sq.rows, n.causal);
           t->bytes += 2.0 * 4.0 * Tk * n.kv_heads * n.head_dim;
         }
         break;

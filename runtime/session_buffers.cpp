@@ -1,8 +1,8 @@
 #include "runtime/session_buffers.hpp"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
+
+#include "runtime/huge_pages.hpp"
 
 namespace headwise {
 
@@ -11,15 +11,7 @@ AlignedFloats::~AlignedFloats() { std::free(p_); }
 bool AlignedFloats::resize(size_t n) {
   if (n <= n_) return true;
   std::free(p_);
-  // Buffers of 2 MiB and more (KV caches, activations of long prompts) are 2 MiB
-  // aligned and advised as huge pages: attention streams K and V once per query tile,
-  // and 4 KiB pages make that a TLB walk every few rows (~2% of a long prefill).
-  constexpr size_t kHuge = size_t(2) << 20;
-  const size_t bytes = n * sizeof(float);
-  const size_t align = bytes >= kHuge ? kHuge : 64;
-  const size_t rounded = (bytes + align - 1) / align * align;
-  p_ = static_cast<float*>(std::aligned_alloc(align, rounded ? rounded : 64));
-  if (p_ && align == kHuge) madvise(p_, rounded, MADV_HUGEPAGE);  // advice: ignored if THP is off
+  p_ = static_cast<float*>(alloc_maybe_huge(n * sizeof(float)));
   n_ = p_ ? n : 0;
   return p_ != nullptr;
 }

@@ -10,17 +10,11 @@
 #include "graph/presets.hpp"
 #include "headwise/model.hpp"
 #include "runtime/model_builder.hpp"
+#include "runtime/splitmix64.hpp"
 
 namespace headwise {
 
 namespace {
-
-uint64_t splitmix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Uniform in [−a, a]: a = √3/√fan_in gives unit-variance outputs for unit inputs;
 // norm gains are 1 and biases small.
@@ -38,10 +32,10 @@ void fill(const graph::TensorSpec& t, uint64_t seed, size_t index, std::vector<f
   float* p = out->data();
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
-    uint64_t s = splitmix(seed ^ splitmix(index * 0x100000001B3ull + uint64_t(c)));
+    uint64_t s = splitmix64(seed ^ splitmix64(index * 0x100000001B3ull + uint64_t(c)));
     const size_t end = std::min(n, size_t(c + 1) * kChunk);
     for (size_t i = size_t(c) * kChunk; i < end; ++i) {
-      s = splitmix(s);
+      s = splitmix64(s);
       p[i] = a * (float((s >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f);
     }
   }

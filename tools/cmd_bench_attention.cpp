@@ -22,8 +22,10 @@
 
 #include "headwise/attention.hpp"
 #include "bench/probe/peak.hpp"
+#include "kernels/attention/attention.hpp"
 #include "kernels/dispatch.hpp"
 #include "tools/args.hpp"
+#include "tools/json_write.hpp"
 #include "tools/process_stats.hpp"
 #include "tools/random_tensor.hpp"
 
@@ -60,14 +62,6 @@ int usage_error(const std::string& msg) {
 }
 
 using Buffer = TensorBuffer;
-
-// A JSON number, or null for "not measured".
-std::string num(double v, bool valid = true) {
-  if (!valid) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
 
 }  // namespace
 
@@ -137,10 +131,7 @@ int cmd_bench_attention(int argc, char** argv) {
   a.causal = causal;
   a.threads = int(threads);
 
-  const double bhd = double(batch) * heads * head_dim;
-  const double flops = decode   ? 4.0 * bhd * a.kv_len
-                       : causal ? 2.0 * bhd * a.q_len * (a.q_len + 1.0)
-                                : 4.0 * bhd * a.q_len * a.kv_len;
+  const double flops = kernels::attention_flops(a.batch, a.q_heads, a.head_dim, a.q_len, a.kv_len, causal);
   const double qo_floats = double(batch) * a.q_len * heads * head_dim;
   const double kv_floats = double(batch) * a.kv_len * kv_heads * head_dim;
   const double kv_bytes = 2.0 * kv_floats * sizeof(float);
@@ -229,20 +220,20 @@ int cmd_bench_attention(int argc, char** argv) {
     add("decode", decode ? "true" : "false");
     add("repeat", std::to_string(repeat));
     add("warmup", std::to_string(warmup));
-    add("median_ms", num(median));
-    add("min_ms", num(ms.front()));
-    add("max_ms", num(ms.back()));
-    add("flops", num(flops));
-    add("gflops", num(gflops));
-    add("peak_gflops", num(peak_gflops, have_fma));
-    add("pct_peak", num(pct_peak, have_fma));
+    add("median_ms", jnum(median));
+    add("min_ms", jnum(ms.front()));
+    add("max_ms", jnum(ms.back()));
+    add("flops", jnum(flops));
+    add("gflops", jnum(gflops));
+    add("peak_gflops", jnum(peak_gflops, have_fma));
+    add("pct_peak", jnum(pct_peak, have_fma));
     if (decode) {
       add("kv_bytes", std::to_string(int64_t(kv_bytes)));
-      add("gbps", num(gbps));
-      add("peak_read_gbps", num(peak_read, have_bw));
-      add("pct_bw", num(pct_bw, have_bw));
+      add("gbps", jnum(gbps));
+      add("peak_read_gbps", jnum(peak_read, have_bw));
+      add("pct_bw", jnum(pct_bw, have_bw));
     }
-    add("cpu_over_wall", num(cpu_over_wall));
+    add("cpu_over_wall", jnum(cpu_over_wall));
     add("peak_rss_bytes", std::to_string(int64_t(rss)));
     add("qkvo_bytes", std::to_string(int64_t(qkvo_bytes)));
     std::printf("%s}\n", j.c_str());

@@ -24,8 +24,6 @@
 namespace headwise::tools {
 namespace {
 
-constexpr const char* kDefaultModel = "../shared/models/stories260K/stories260K.bin";
-constexpr const char* kDefaultTokenizer = "../shared/models/stories260K/tok512.bin";
 
 void usage(std::FILE* f) {
   std::fprintf(f,
@@ -49,12 +47,6 @@ void usage(std::FILE* f) {
       "  --synthetic NAME instead of MODEL: a model with seeded random weights (weights seed 1,\n"
       "                   as 'headwise bench' and 'headwise serve' use)\n",
       kDefaultModel, kDefaultTokenizer);
-}
-
-bool exists(const std::string& p) {
-  std::FILE* f = std::fopen(p.c_str(), "rb");
-  if (f) std::fclose(f);
-  return f != nullptr;
 }
 
 double now() {
@@ -143,9 +135,8 @@ int cmd_run(int argc, char** argv) {
     }
     Status s = Model::synthetic(a.str("synthetic"), 1, &model);
     if (!s.ok()) return fail(s);
-  } else if (model_path.empty() && exists(kDefaultModel)) {
-    model_path = kDefaultModel;
-    if (mo.tokenizer.empty()) mo.tokenizer = kDefaultTokenizer;
+  } else if (model_path.empty()) {
+    default_model(&model_path, &mo.tokenizer);
   }
   if (model) {
     // --synthetic: built above

@@ -18,8 +18,8 @@
 
 namespace headwise::tools {
 
-constexpr const char* kMapsDefaultModel = "../shared/models/stories260K/stories260K.bin";
-constexpr const char* kMapsDefaultTokenizer = "../shared/models/stories260K/tok512.bin";
+constexpr const char* kMapsDefaultModel = kDefaultModel;  // builtin_model.hpp
+constexpr const char* kMapsDefaultTokenizer = kDefaultTokenizer;
 constexpr const char* kMapsDefaultPrompt = "The animal did not cross the street because it was too tired";
 // What `heads` scores when no --text is given: ordinary TinyStories-like prose, long
 // enough for the per-row means to settle.
@@ -45,13 +45,7 @@ inline bool load_model_arg(const char* cmd, const Args& a, std::shared_ptr<const
     std::string path = a.positional().empty() ? "" : a.positional()[0];
     ModelOptions mo;
     mo.tokenizer = a.str("tokenizer");
-    if (path.empty()) {
-      if (std::FILE* f = std::fopen(kMapsDefaultModel, "rb")) {
-        std::fclose(f);
-        path = kMapsDefaultModel;
-        if (mo.tokenizer.empty()) mo.tokenizer = kMapsDefaultTokenizer;
-      }
-    }
+    if (path.empty()) default_model(&path, &mo.tokenizer);
     if (path.empty()) {
       std::fprintf(stderr,
                    "headwise %s: %s is not here; using a BUILT-IN MODEL WITH RANDOM WEIGHTS, "

@@ -1,6 +1,6 @@
 // Machine-limit probes: the fp32 FMA throughput of one ISA on the calling thread and
 // the rate one thread can read memory. Pure compute, one ISA per translation unit;
-// the driver that times them lives in runtime/peak.cpp.
+// the driver that times them lives in bench/probe/peak.cpp.
 #pragma once
 
 #include <cstddef>

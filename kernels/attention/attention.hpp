@@ -52,6 +52,19 @@ struct AttnProblem {
   int group() const { return q_heads / kv_heads; }  // query heads per kv head (GQA/MQA)
 };
 
+// Query-key pairs one sequence's attention visits (causal: query i sees the keys up to
+// position kv_len − q_len + i).
+inline double attention_pairs(int q_len, int kv_len, bool causal) {
+  const double tq = q_len;
+  return causal ? tq * (kv_len - q_len) + tq * (tq + 1) / 2 : tq * kv_len;
+}
+// FLOPs of attention, 2 for Q·Kᵀ and 2 for P·V per pair, head and feature: the one count
+// behind every table and benchmark (causal prefill 2·B·Hq·D·T·(T+1), decode 4·B·Hq·D·Tk,
+// non-causal 4·B·Hq·D·Tq·Tk; bench/compare_torch.py states the same).
+inline double attention_flops(int batch, int q_heads, int head_dim, int q_len, int kv_len, bool causal) {
+  return 4.0 * batch * q_heads * head_dim * attention_pairs(q_len, kv_len, causal);
+}
+
 // ---- the kernel table -------------------------------------------------------------
 // A prefill kernel computes one query tile (rows q0 .. q0+q_tile−1, clipped to q_len)
 // of one query head, over all of its keys, into p.o. `scratch` holds

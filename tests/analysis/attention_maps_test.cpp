@@ -1,4 +1,4 @@
-// Attention maps and head ablation (runtime/attention_maps.cpp). The maps are checked
+// Attention maps and head ablation (analysis/attention_maps.cpp). The maps are checked
 // against two things they must agree with: the float64 reference kernel's weights
 // (recovered by running attention_reference with one-hot V rows on the q/K the model
 // really produced) and the fused kernel's actual output (maps · V). Ablation: the
@@ -15,6 +15,7 @@
 #include "headwise/attention.hpp"
 #include "headwise/model.hpp"
 #include "headwise/analysis/attention_maps.hpp"
+#include "tests/status_assert.hpp"
 
 namespace headwise::test {
 namespace {
@@ -69,8 +70,8 @@ std::vector<Seen> capture(const Model& model, const std::vector<int32_t>& tokens
     rows(t.out, t.out_stride, t.heads * t.head_dim, &s.out);
   };
   std::unique_ptr<Session> session;
-  EXPECT_TRUE(model.open_session(so, &session).ok());
-  EXPECT_TRUE(session->prefill(tokens).ok());
+  HW_EXPECT_OK(model.open_session(so, &session));
+  HW_EXPECT_OK(session->prefill(tokens));
   return seen;
 }
 
@@ -159,11 +160,11 @@ TEST(AttentionMaps, OnlyRequestedHeadsAndRangeErrors) {
   const auto m = tiny();
   const std::vector<int32_t> ids = m->tokenizer()->encode("hello there", true);
   AttentionMaps all, some;
-  ASSERT_TRUE(attention_maps(*m, ids, {}, &all).ok());
+  HW_ASSERT_OK(attention_maps(*m, ids, {}, &all));
   MapsRequest req;
   req.layers = {1};
   req.heads = {2, 0};
-  ASSERT_TRUE(attention_maps(*m, ids, req, &some).ok());
+  HW_ASSERT_OK(attention_maps(*m, ids, req, &some));
   for (int l = 0; l < 2; ++l)
     for (int h = 0; h < 4; ++h) {
       const bool want = l == 1 && (h == 0 || h == 2);
@@ -191,8 +192,8 @@ TEST(Ablation, LossFormulaAndBaselineIsExact) {
   so.all_logits = true;
   so.threads = 1;
   std::unique_ptr<Session> s;
-  ASSERT_TRUE(m->open_session(so, &s).ok());
-  ASSERT_TRUE(s->prefill(ids).ok());
+  HW_ASSERT_OK(m->open_session(so, &s));
+  HW_ASSERT_OK(s->prefill(ids));
   double want = 0;
   for (int i = 0; i + 1 < T; ++i) {
     const float* z = s->all_logits().data() + size_t(i) * V;
@@ -203,12 +204,12 @@ TEST(Ablation, LossFormulaAndBaselineIsExact) {
   want /= T - 1;
 
   double base = 0, passthrough = 0, nothing = 0;
-  ASSERT_TRUE(next_token_loss(*m, ids, AttentionHook(), 1, &base).ok());
+  HW_ASSERT_OK(next_token_loss(*m, ids, AttentionHook(), 1, &base));
   EXPECT_NEAR(base, want, 1e-9);
   // An installed hook that changes nothing, and a zeroing hook aimed at no layer,
   // leave the loss bit for bit.
-  ASSERT_TRUE(next_token_loss(*m, ids, [](const AttentionTap&) {}, 1, &passthrough).ok());
-  ASSERT_TRUE(next_token_loss(*m, ids, zero_head_hook(99, 0), 1, &nothing).ok());
+  HW_ASSERT_OK(next_token_loss(*m, ids, [](const AttentionTap&) {}, 1, &passthrough));
+  HW_ASSERT_OK(next_token_loss(*m, ids, zero_head_hook(99, 0), 1, &nothing));
   EXPECT_EQ(passthrough, base);
   EXPECT_EQ(nothing, base);
   EXPECT_EQ(next_token_loss(*m, {ids[0]}, AttentionHook(), 1, &base).code(), StatusCode::invalid_argument);
@@ -234,8 +235,8 @@ TEST(Ablation, ZeroingTouchesExactlyTheHeadsColumns) {
         }
     };
     std::unique_ptr<Session> s;
-    ASSERT_TRUE(m->open_session(so, &s).ok());
-    ASSERT_TRUE(s->prefill(ids).ok());
+    HW_ASSERT_OK(m->open_session(so, &s));
+    HW_ASSERT_OK(s->prefill(ids));
     EXPECT_GE(checked, int(ids.size()) * D) << "nothing non-zero was zeroed";
   }
 }
@@ -244,11 +245,11 @@ TEST(Ablation, ZeroingAHeadChangesTheLoss) {
   const auto m = tiny();
   const std::vector<int32_t> ids = m->tokenizer()->encode("the quick brown fox", true);
   double base = 0;
-  ASSERT_TRUE(next_token_loss(*m, ids, AttentionHook(), 1, &base).ok());
+  HW_ASSERT_OK(next_token_loss(*m, ids, AttentionHook(), 1, &base));
   for (int l = 0; l < m->info().n_layers; ++l)
     for (int h = -1; h < m->info().n_heads; ++h) {
       double loss = 0;
-      ASSERT_TRUE(ablated_loss(*m, ids, l, h, 1, &loss).ok());
+      HW_ASSERT_OK(ablated_loss(*m, ids, l, h, 1, &loss));
       EXPECT_GT(std::abs(loss - base), 1e-6) << "layer " << l << " head " << h;
     }
   double loss;
@@ -263,8 +264,8 @@ TEST(Ablation, Stories260KHeadsMatter) {
   const std::vector<int32_t> ids = m->tokenizer()->encode(
       "Once upon a time, there was a little girl named Lily. She loved to play outside.", true);
   double base = 0, layer0 = 0;
-  ASSERT_TRUE(next_token_loss(*m, ids, AttentionHook(), 1, &base).ok());
-  ASSERT_TRUE(ablated_loss(*m, ids, 0, -1, 1, &layer0).ok());
+  HW_ASSERT_OK(next_token_loss(*m, ids, AttentionHook(), 1, &base));
+  HW_ASSERT_OK(ablated_loss(*m, ids, 0, -1, 1, &layer0));
   // A trained model predicts its own kind of text well, and loses much of that
   // without its first attention layer.
   EXPECT_LT(base, 3.0);

@@ -1,4 +1,4 @@
-// Head roles (runtime/head_roles.cpp): each score on hand-built weight matrices whose
+// Head roles (analysis/head_roles.cpp): each score on hand-built weight matrices whose
 // values are worked out here, the role rule at its edges, the induction sequence, and
 // on stories260K a role table that does not depend on thread count or ISA.
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include "kernels/dispatch.hpp"
 #include "headwise/analysis/attention_maps.hpp"
 #include "headwise/analysis/head_roles.hpp"
+#include "tests/status_assert.hpp"
 
 namespace headwise::test {
 namespace {
@@ -113,16 +114,16 @@ TEST(HeadRoles, RoleRuleEdges) {
 
 std::shared_ptr<const Model> tiny() {
   std::shared_ptr<const Model> m;
-  EXPECT_TRUE(Model::synthetic("tiny", 3, &m).ok());
+  HW_EXPECT_OK(Model::synthetic("tiny", 3, &m));
   return m;
 }
 
 TEST(HeadRoles, InductionTokens) {
   const auto m = tiny();
   std::vector<int32_t> a, b, c;
-  ASSERT_TRUE(induction_tokens(*m, 20, 5, &a).ok());
-  ASSERT_TRUE(induction_tokens(*m, 20, 5, &b).ok());
-  ASSERT_TRUE(induction_tokens(*m, 20, 6, &c).ok());
+  HW_ASSERT_OK(induction_tokens(*m, 20, 5, &a));
+  HW_ASSERT_OK(induction_tokens(*m, 20, 5, &b));
+  HW_ASSERT_OK(induction_tokens(*m, 20, 6, &c));
   ASSERT_EQ(a.size(), 41u);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
@@ -142,15 +143,15 @@ TEST(HeadRoles, AblationStudyIndexesHeadsAndLayers) {
   const auto m = tiny();
   const std::vector<int32_t> ids = m->tokenizer()->encode("some text to predict", true);
   Ablation a;
-  ASSERT_TRUE(ablation_study(*m, ids, 1, &a).ok());
+  HW_ASSERT_OK(ablation_study(*m, ids, 1, &a));
   double base = 0, loss = 0;
-  ASSERT_TRUE(next_token_loss(*m, ids, AttentionHook(), 1, &base).ok());
+  HW_ASSERT_OK(next_token_loss(*m, ids, AttentionHook(), 1, &base));
   EXPECT_EQ(a.baseline_loss, base);
   ASSERT_EQ(a.head.size(), 2u);
   ASSERT_EQ(a.layer.size(), 2u);
-  ASSERT_TRUE(ablated_loss(*m, ids, 1, 3, 1, &loss).ok());
+  HW_ASSERT_OK(ablated_loss(*m, ids, 1, 3, 1, &loss));
   EXPECT_EQ(a.head[1][3], loss - base);
-  ASSERT_TRUE(ablated_loss(*m, ids, 0, -1, 1, &loss).ok());
+  HW_ASSERT_OK(ablated_loss(*m, ids, 0, -1, 1, &loss));
   EXPECT_EQ(a.layer[0], loss - base);
 }
 
@@ -163,7 +164,7 @@ TEST(HeadRoles, Stories260KTableIndependentOfThreadsAndIsa) {
   std::shared_ptr<const Model> m;
   ModelOptions o;
   o.tokenizer = kStories + "tok512.bin";
-  ASSERT_TRUE(Model::load(kStories + "stories260K.bin", o, &m).ok());
+  HW_ASSERT_OK(Model::load(kStories + "stories260K.bin", o, &m));
   const std::vector<int32_t> text = m->tokenizer()->encode(
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.",
       true);

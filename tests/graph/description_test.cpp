@@ -8,6 +8,7 @@
 #include "graph/description.hpp"
 #include "graph/presets.hpp"
 #include "tests/graph/small_model.hpp"
+#include "tests/status_assert.hpp"
 
 namespace headwise::graph {
 namespace {
@@ -35,7 +36,7 @@ void expect_error(const json& j, std::initializer_list<std::string> words) {
 TEST(Description, ValidRoundTrips) {
   ModelDesc d;
   const json j = valid();
-  ASSERT_TRUE(parse_description(j.dump(), "/models/m/model.json", &d).ok());
+  HW_ASSERT_OK(parse_description(j.dump(), "/models/m/model.json", &d));
   EXPECT_EQ(d.weights_file, "/models/m/w.safetensors");
   EXPECT_EQ(d.settings.n_kv_heads, 2);
   EXPECT_EQ(d.block.size(), 15u);

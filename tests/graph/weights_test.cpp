@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "graph/weights.hpp"
+#include "tests/status_assert.hpp"
 
 namespace headwise::graph {
 namespace {
@@ -189,7 +190,7 @@ TEST(ToF32Test, ReadsUnalignedSourcesOfEveryDType) {
 TEST_F(WeightsTest, MappedFileMapsContentAndEmptyFiles) {
   spit(path("five"), "hello");
   std::unique_ptr<MappedFile> m;
-  ASSERT_TRUE(MappedFile::open(path("five"), &m).ok());
+  HW_ASSERT_OK(MappedFile::open(path("five"), &m));
   ASSERT_EQ(m->size(), 5u);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(m->data()), 5), "hello");
   EXPECT_EQ(m->path(), path("five"));
@@ -300,17 +301,17 @@ TEST_F(WeightsTest, SafetensorsRoundTripKeepsOrderBytesAlignmentAndMetadata) {
 TEST_F(WeightsTest, SafetensorsRewriteReplacesTheFileAndEmptyListWorks) {
   const std::string p = path("model.safetensors");
   const std::vector<float> one = {1, 2, 3}, two = {7};
-  ASSERT_TRUE(write_safetensors(p, {view_of("t", DType::f32, {3}, one)}).ok());
-  ASSERT_TRUE(write_safetensors(p, {view_of("u", DType::f32, {1}, two)}, {{"k", "v"}}).ok());
+  HW_ASSERT_OK(write_safetensors(p, {view_of("t", DType::f32, {3}, one)}));
+  HW_ASSERT_OK(write_safetensors(p, {view_of("u", DType::f32, {1}, two)}, {{"k", "v"}}));
   EXPECT_EQ(entries(), 1u);
   std::unique_ptr<SafetensorsFile> f;
-  ASSERT_TRUE(SafetensorsFile::open(p, &f).ok());
+  HW_ASSERT_OK(SafetensorsFile::open(p, &f));
   ASSERT_EQ(f->tensors().size(), 1u);
   EXPECT_EQ(f->find("t"), nullptr);
   EXPECT_EQ(decode(*f->find("u")), two);
   EXPECT_EQ(f->metadata().at("k"), "v");
 
-  ASSERT_TRUE(write_safetensors(p, {}).ok());
+  HW_ASSERT_OK(write_safetensors(p, {}));
   Status s = SafetensorsFile::open(p, &f);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(f->tensors().empty());

@@ -21,6 +21,7 @@
 #include "headwise/headwise.h"
 #include "headwise/model.hpp"
 #include "headwise/sampler.hpp"
+#include "tests/status_assert.hpp"
 
 namespace headwise::test {
 namespace {
@@ -352,7 +353,7 @@ TEST(CApi, TokenOutOfRangeAndContextOverflow) {
 TEST(CApi, TokenizeMatchesCppAndRoundTrips) {
   ModelPtr m = tiny();
   std::shared_ptr<const Model> cpp;
-  ASSERT_TRUE(Model::synthetic("tiny", 7, &cpp).ok());
+  HW_ASSERT_OK(Model::synthetic("tiny", 7, &cpp));
   const std::string text = "hello world, C API!";
   const std::vector<int32_t> ids = tokenize(m.get(), text, true);
   EXPECT_EQ(ids, cpp->tokenizer()->encode(text, true));
@@ -402,16 +403,16 @@ TEST(CApi, TokenizeMatchesCppAndRoundTrips) {
 TEST(CApi, SessionMatchesCppAndResets) {
   ModelPtr m = tiny();
   std::shared_ptr<const Model> cpp;
-  ASSERT_TRUE(Model::synthetic("tiny", 7, &cpp).ok());
+  HW_ASSERT_OK(Model::synthetic("tiny", 7, &cpp));
   SessionOptions so;
   so.threads = 1;
   std::unique_ptr<Session> ref;
-  ASSERT_TRUE(cpp->open_session(so, &ref).ok());
+  HW_ASSERT_OK(cpp->open_session(so, &ref));
 
   const std::vector<int32_t> prompt = {1, 70, 71, 72, 73, 300};
   SessionPtr s = open(m.get(), 1);
   ASSERT_EQ(hw_session_prefill(s.get(), prompt.data(), int(prompt.size())), HW_OK) << hw_last_error();
-  ASSERT_TRUE(ref->prefill(prompt).ok());
+  HW_ASSERT_OK(ref->prefill(prompt));
   EXPECT_EQ(position_of(s.get()), 6);
   const float* p = nullptr;
   int vocab = 0;
@@ -422,7 +423,7 @@ TEST(CApi, SessionMatchesCppAndResets) {
   const std::vector<float> after_prompt(p, p + vocab);
 
   ASSERT_EQ(hw_session_decode(s.get(), 80), HW_OK);
-  ASSERT_TRUE(ref->decode(80).ok());
+  HW_ASSERT_OK(ref->decode(80));
   EXPECT_EQ(position_of(s.get()), 7);
   EXPECT_EQ(std::memcmp(logits_of(s.get()).data(), ref->logits(), sizeof(float) * 380), 0);
 

@@ -24,6 +24,7 @@
 
 #include "headwise/headwise.h"
 #include "headwise/model.hpp"
+#include "tests/status_assert.hpp"
 
 namespace headwise::test {
 namespace {
@@ -135,8 +136,8 @@ void run_concurrently(const Model& reference, const Model& shared, int steps) {
 
 TEST(Concurrency, SharedTinyModel) {
   std::shared_ptr<const Model> reference, shared;
-  ASSERT_TRUE(Model::synthetic("tiny", 11, &reference).ok());
-  ASSERT_TRUE(Model::synthetic("tiny", 11, &shared).ok());
+  HW_ASSERT_OK(Model::synthetic("tiny", 11, &reference));
+  HW_ASSERT_OK(Model::synthetic("tiny", 11, &shared));
   run_concurrently(*reference, *shared, 24);
 }
 

@@ -17,6 +17,7 @@
 #include "headwise/headwise.h"
 #include "headwise/model.hpp"
 #include "runtime/model_builder.hpp"
+#include "tests/status_assert.hpp"
 
 namespace headwise::test {
 namespace {
@@ -79,8 +80,8 @@ TEST(Resources, OpenMpSettingUnchangedByEveryPublicCall) {
     SessionOptions o;
     o.threads = threads;
     std::unique_ptr<Session> a, b;
-    ASSERT_TRUE(m->open_session(o, &a).ok());
-    ASSERT_TRUE(m->open_session(o, &b).ok());
+    HW_ASSERT_OK(m->open_session(o, &a));
+    HW_ASSERT_OK(m->open_session(o, &b));
     same("open_session");
     Status s = a->prefill(prompt);  // 40 rows: oneDNN row classes and the GEMV
     ASSERT_TRUE(s.ok()) << s.message();
@@ -130,7 +131,7 @@ TEST(Resources, MemoryFlatOverAThousandDistinctPrefillLengths) {
   SessionOptions o;
   o.threads = 1;  // one thread: no barriers to wait on when the test machine is loaded
   std::unique_ptr<Session> s;
-  ASSERT_TRUE(m->open_session(o, &s).ok());
+  HW_ASSERT_OK(m->open_session(o, &s));
   std::vector<int32_t> tokens(kLengths);
   for (int i = 0; i < kLengths; ++i) tokens[i] = int32_t((i * 7 + 1) % 96);
   // Warm up with the longest prompt first (it sizes every buffer), then a few more.

@@ -2,11 +2,14 @@
 // must agree; bad tokens and context overflow are errors, not crashes.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <random>
 
+#include "graph/plan.hpp"
 #include "headwise/model.hpp"
+#include "tests/status_assert.hpp"
 
 namespace headwise::test {
 namespace {
@@ -52,27 +55,27 @@ void check_prefill_decode(const Model& m, int T, int threads) {
   all.all_logits = true;
   all.threads = threads;
   std::unique_ptr<Session> one, chunked, stepped;
-  ASSERT_TRUE(m.open_session(all, &one).ok());
-  ASSERT_TRUE(one->prefill(tokens).ok());
+  HW_ASSERT_OK(m.open_session(all, &one));
+  HW_ASSERT_OK(one->prefill(tokens));
   ASSERT_EQ(one->all_logits().size(), size_t(T) * V);
 
   SessionOptions ch = all;
   ch.max_chunk = 7;
-  ASSERT_TRUE(m.open_session(ch, &chunked).ok());
+  HW_ASSERT_OK(m.open_session(ch, &chunked));
   std::vector<float> chunk_logits;
   for (int i = 0; i < T; i += 7) {
     const int n = std::min(7, T - i);
-    ASSERT_TRUE(chunked->prefill(tokens.data() + i, n).ok());
+    HW_ASSERT_OK(chunked->prefill(tokens.data() + i, n));
     chunk_logits.insert(chunk_logits.end(), chunked->all_logits().begin(), chunked->all_logits().end());
   }
   EXPECT_LE(max_abs(one->all_logits().data(), chunk_logits.data(), chunk_logits.size()), 1e-4);
 
   SessionOptions dec;
   dec.threads = threads;
-  ASSERT_TRUE(m.open_session(dec, &stepped).ok());
+  HW_ASSERT_OK(m.open_session(dec, &stepped));
   double worst = 0;
   for (int i = 0; i < T; ++i) {
-    ASSERT_TRUE(stepped->decode(tokens[i]).ok());
+    HW_ASSERT_OK(stepped->decode(tokens[i]));
     worst = std::max(worst, max_abs(stepped->logits(), one->all_logits().data() + size_t(i) * V, V));
   }
   EXPECT_LE(worst, 1e-4) << "prefill vs token-by-token decode";
@@ -100,11 +103,11 @@ TEST(Session, BatchedDecodeEqualsSingle) {
   const int S = 4;
   std::vector<std::unique_ptr<Session>> batch(S), alone(S);
   for (int s = 0; s < S; ++s) {
-    ASSERT_TRUE(m->open_session({}, &batch[s]).ok());
-    ASSERT_TRUE(m->open_session({}, &alone[s]).ok());
+    HW_ASSERT_OK(m->open_session({}, &batch[s]));
+    HW_ASSERT_OK(m->open_session({}, &alone[s]));
     const auto prompt = random_tokens(5 + 9 * s, V, 11 + s);
-    ASSERT_TRUE(batch[s]->prefill(prompt).ok());
-    ASSERT_TRUE(alone[s]->prefill(prompt).ok());
+    HW_ASSERT_OK(batch[s]->prefill(prompt));
+    HW_ASSERT_OK(alone[s]->prefill(prompt));
   }
   std::mt19937 g(5);
   for (int step = 0; step < 12; ++step) {
@@ -118,9 +121,9 @@ TEST(Session, BatchedDecodeEqualsSingle) {
       }
     std::vector<int32_t> tok(members.size());
     for (int32_t& t : tok) t = static_cast<int32_t>(g() % V);
-    ASSERT_TRUE(Session::decode_batch(members.data(), tok.data(), static_cast<int>(members.size())).ok());
+    HW_ASSERT_OK(Session::decode_batch(members.data(), tok.data(), static_cast<int>(members.size())));
     for (size_t i = 0; i < members.size(); ++i) {
-      ASSERT_TRUE(alone[idx[i]]->decode(tok[i]).ok());
+      HW_ASSERT_OK(alone[idx[i]]->decode(tok[i]));
       EXPECT_EQ(batch[idx[i]]->position(), alone[idx[i]]->position());
       EXPECT_LE(max_abs(batch[idx[i]]->logits(), alone[idx[i]]->logits(), V), 1e-5)
           << "step " << step << " session " << idx[i];
@@ -134,7 +137,7 @@ TEST(Session, BadTokensAndOverflowAreErrors) {
   SessionOptions o;
   o.max_context = 16;
   std::unique_ptr<Session> s;
-  ASSERT_TRUE(m->open_session(o, &s).ok());
+  HW_ASSERT_OK(m->open_session(o, &s));
   Status st = s->decode(V);
   EXPECT_EQ(st.code(), StatusCode::out_of_range);
   EXPECT_NE(st.message().find(std::to_string(V)), std::string::npos) << st.message();
@@ -145,10 +148,10 @@ TEST(Session, BadTokensAndOverflowAreErrors) {
   EXPECT_EQ(st.code(), StatusCode::out_of_range);
   EXPECT_NE(st.message().find("context of 16"), std::string::npos) << st.message();
   EXPECT_EQ(s->position(), 0);  // nothing was consumed
-  ASSERT_TRUE(s->prefill(std::vector<int32_t>(16, 5)).ok());
+  HW_ASSERT_OK(s->prefill(std::vector<int32_t>(16, 5)));
   EXPECT_EQ(s->decode(5).code(), StatusCode::out_of_range);
   s->reset();
-  EXPECT_TRUE(s->decode(5).ok());
+  HW_EXPECT_OK(s->decode(5));
   o.max_context = m->info().max_seq_len + 1;
   EXPECT_EQ(m->open_session(o, &s).code(), StatusCode::invalid_argument);
 }
@@ -158,14 +161,23 @@ TEST(Session, ProfileCountsEveryOp) {
   SessionOptions o;
   o.profile = true;
   std::unique_ptr<Session> s;
-  ASSERT_TRUE(m->open_session(o, &s).ok());
-  ASSERT_TRUE(s->prefill(random_tokens(9, m->info().vocab_size, 1)).ok());
-  ASSERT_TRUE(s->decode(3).ok());
+  HW_ASSERT_OK(m->open_session(o, &s));
+  const auto t0 = std::chrono::steady_clock::now();
+  HW_ASSERT_OK(s->prefill(random_tokens(9, m->info().vocab_size, 1)));
+  HW_ASSERT_OK(s->decode(3));
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_FALSE(s->timings().empty());
+  double op_seconds = 0;
   for (const OpTiming& t : s->timings()) {
     EXPECT_EQ(t.calls, 2) << t.where;
-    EXPECT_GE(t.seconds, 0.0);
+    op_seconds += t.seconds;
+    // 10 rows went through every projection (9 of the prompt, 1 decoded): 2·rows·K·N
+    const graph::Node& n = m->plan().graph.nodes[t.node];
+    if (n.op == graph::OpKind::linear) EXPECT_DOUBLE_EQ(t.flops, 2.0 * 10 * n.K * n.N) << t.where;
   }
+  // The ops are timed inside the two calls: together they cannot take longer.
+  EXPECT_GT(op_seconds, 0.0);
+  EXPECT_LE(op_seconds, wall);
   EXPECT_EQ(s->trace().size(), 2 * s->timings().size());
 }
 

@@ -19,6 +19,7 @@
 
 #include "headwise/analysis/head_roles.hpp"
 #include "tools/maps_common.hpp"
+#include "tests/status_assert.hpp"
 
 namespace headwise::test {
 namespace {
@@ -49,12 +50,12 @@ TEST(HeadsCli, JsonIsTheLibrarysRoleTable) {
   ASSERT_TRUE(j.is_object()) << r.out;
   EXPECT_FALSE(j.contains("ablation"));
   std::shared_ptr<const Model> m;
-  ASSERT_TRUE(Model::synthetic("tiny", 20261129, &m).ok());  // the seed --synthetic uses
+  HW_ASSERT_OK(Model::synthetic("tiny", 20261129, &m));  // the seed --synthetic uses
   RoleOptions ro;
   ro.threads = 1;
   ro.seed = 9;
   RoleTable t;
-  ASSERT_TRUE(head_roles(*m, tools::encode_for(*m, tools::kHeadsDefaultText), ro, &t).ok());
+  HW_ASSERT_OK(head_roles(*m, tools::encode_for(*m, tools::kHeadsDefaultText), ro, &t));
   ASSERT_EQ(j["layers"], 2);
   ASSERT_EQ(j["heads_per_layer"], 4);
   EXPECT_EQ(j["text_tokens"], t.text_tokens);
@@ -84,9 +85,9 @@ TEST(HeadsCli, TextAddsAblation) {
   const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.contains("ablation")) << r.out;
   std::shared_ptr<const Model> m;
-  ASSERT_TRUE(Model::synthetic("tiny", 20261129, &m).ok());
+  HW_ASSERT_OK(Model::synthetic("tiny", 20261129, &m));
   Ablation a;
-  ASSERT_TRUE(ablation_study(*m, tools::encode_for(*m, slurp(text)), 1, &a).ok());
+  HW_ASSERT_OK(ablation_study(*m, tools::encode_for(*m, slurp(text)), 1, &a));
   EXPECT_EQ(j["ablation"]["baseline_loss"].get<double>(), a.baseline_loss);
   ASSERT_EQ(j["ablation"]["layer_loss_increase"].size(), 2u);
   EXPECT_EQ(j["ablation"]["layer_loss_increase"][1].get<double>(), a.layer[1]);
@@ -113,7 +114,7 @@ TEST(MapsCli, PageIsSelfContainedEscapedAndComplete) {
       nlohmann::json::parse(html.substr(a + open.size(), b - a - open.size()), nullptr, false);
   ASSERT_TRUE(d.is_object());
   std::shared_ptr<const Model> m;
-  ASSERT_TRUE(Model::synthetic("tiny", 20261129, &m).ok());
+  HW_ASSERT_OK(Model::synthetic("tiny", 20261129, &m));
   const std::vector<int32_t> ids = m->tokenizer()->encode("<b>x & \"y\"</b>", true);
   const size_t T = ids.size();
   ASSERT_EQ(d["tokens"].size(), T);
@@ -169,7 +170,7 @@ print(w, h, px(0, 0), px(1 + c + m, 1 + m), px(1 + m, 1 + m), px(1 + m, 1 + (T -
 )PY";
   std::ofstream(dir + "/check.py") << py;
   std::shared_ptr<const Model> m;
-  ASSERT_TRUE(Model::synthetic("tiny", 20261129, &m).ok());
+  HW_ASSERT_OK(Model::synthetic("tiny", 20261129, &m));
   const int T = static_cast<int>(m->tokenizer()->encode("abcdefgh", true).size());
   const int cell = std::min(16, 256 / T), n = T * cell + 2;
   const Result p = sh(std::string(HEADWISE_PYTHON) + " '" + dir + "/check.py' '" + dir + "/png/L1_H3.png' " +

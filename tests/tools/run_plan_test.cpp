@@ -1,0 +1,37 @@
+// `headwise run` and the plan: --verbose prints what the plan decided per node, and an
+// unusable HEADWISE_ISA stops the load with a message naming it (not the first
+// attention node, not a crash).
+#include <gtest/gtest.h>
+
+#include "tests/tools/run_cli.hpp"
+
+namespace headwise::test {
+namespace {
+
+TEST(RunPlan, VerbosePrintsThePlanPerNode) {
+  const CliResult r = run_headwise("run --steps 3 --threads 1 --verbose --prompt 'Once upon a time'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("plan: isa "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("attention kernel attn_fwd_f32_"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("] linear "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gemv_blocked:"), std::string::npos) << "the 1-row kernel of each projection\n" << r.err;
+}
+
+TEST(RunPlan, UnusableIsaFailsTheLoadNamingTheVariable) {
+  for (const char* env : {"HEADWISE_ISA=bogus", "HEADWISE_ISA=avx1024"}) {
+    const CliResult r = run_headwise("run --steps 2 --threads 1", env);
+    EXPECT_EQ(r.code, 1) << env << "\n" << r.err;
+    EXPECT_NE(r.err.find("HEADWISE_ISA"), std::string::npos) << env << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << env << ": nothing generated";
+  }
+}
+
+TEST(RunPlan, ScalarIsaRunsAndSaysSo) {
+  const CliResult r = run_headwise("run --steps 3 --threads 1 --verbose --temp 0", "HEADWISE_ISA=scalar");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("plan: isa scalar"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gemv_blocked:scalar"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace headwise::test
