@@ -45,7 +45,9 @@ void usage(std::FILE* f) {
       "  --threads N      threads (default: all cores)\n"
       "  --logits FILE    write the logits of every prompt position as a [positions][vocab]\n"
       "                   float32 .npy\n"
-      "  --verbose        describe the model and plan on stderr\n",
+      "  --verbose        describe the model and plan on stderr\n"
+      "  --synthetic NAME instead of MODEL: a model with seeded random weights (weights seed 1,\n"
+      "                   as 'headwise bench' and 'headwise serve' use)\n",
       kDefaultModel, kDefaultTokenizer);
 }
 
@@ -88,7 +90,7 @@ int fail(const Status& s) {
 int cmd_run(int argc, char** argv) {
   Args a;
   if (!a.parse(argc, argv, {"help", "verbose"},
-               {"tokenizer", "prompt", "tokens", "n", "steps", "temp", "top-p", "seed", "threads", "logits"})) {
+               {"tokenizer", "prompt", "tokens", "n", "steps", "temp", "top-p", "seed", "threads", "logits", "synthetic"})) {
     std::fprintf(stderr, "headwise run: %s\n", a.error().c_str());
     usage(stderr);
     return 2;
@@ -124,11 +126,20 @@ int cmd_run(int argc, char** argv) {
   std::string model_path = a.positional().empty() ? "" : a.positional()[0];
   ModelOptions mo;
   mo.tokenizer = a.str("tokenizer");
-  if (model_path.empty() && exists(kDefaultModel)) {
+  if (a.has("synthetic")) {
+    if (!model_path.empty()) {
+      std::fprintf(stderr, "headwise run: give MODEL or --synthetic NAME, not both\n");
+      return 2;
+    }
+    Status s = Model::synthetic(a.str("synthetic"), 1, &model);
+    if (!s.ok()) return fail(s);
+  } else if (model_path.empty() && exists(kDefaultModel)) {
     model_path = kDefaultModel;
     if (mo.tokenizer.empty()) mo.tokenizer = kDefaultTokenizer;
   }
-  if (model_path.empty()) {
+  if (model) {
+    // --synthetic: built above
+  } else if (model_path.empty()) {
     std::fprintf(stderr,
                  "headwise run: %s is not here (it comes from ../shared/models, see its README:\n"
                  "  Karpathy's TinyStories stories260K from the llama2.c project).\n"
@@ -206,7 +217,9 @@ int cmd_run(int argc, char** argv) {
     Status s = write_npy_f32(a.str("logits"), session->all_logits().data(), {feed, info.vocab_size});
     if (!s.ok()) return fail(s);
   }
-  // Printed tokens are t_1 .. t_steps: prompt tokens while there are any, then samples.
+  // Printed tokens are t_1 .. t_steps: prompt tokens while there are any, then samples;
+  // t_0 too when it is text (a tokenizer that adds no BOS, like GPT-2's).
+  if (tok && !a.has("tokens") && n > 0 && ids[0] != tok->bos_id()) std::fputs(tok->decode(-1, ids[0]).c_str(), stdout);
   for (int i = 1; i < std::min(n, steps + 1); ++i) std::fputs(piece(ids[i - 1], ids[i]).c_str(), stdout);
   std::fflush(stdout);
 
