@@ -15,6 +15,11 @@ uint32_t ggml_type_of(graph::DType t) {
     case graph::DType::f32: return kGgmlF32;
     case graph::DType::f16: return kGgmlF16;
     case graph::DType::bf16: return kGgmlBF16;
+    // the block types come only from GGUF files (never from a Hugging Face folder)
+    case graph::DType::q8_0: return 8;
+    case graph::DType::q4_0: return 2;
+    case graph::DType::q4_k: return 12;
+    case graph::DType::q6_k: return 14;
   }
   return kGgmlF32;
 }

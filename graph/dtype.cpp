@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "graph/weights.hpp"
+#include "kernels/quant/quant.hpp"
 
 namespace headwise::graph {
 
@@ -15,6 +16,10 @@ const char* dtype_name(DType t) {
     case DType::f32: return "F32";
     case DType::f16: return "F16";
     case DType::bf16: return "BF16";
+    case DType::q8_0: return "Q8_0";
+    case DType::q4_0: return "Q4_0";
+    case DType::q4_k: return "Q4_K";
+    case DType::q6_k: return "Q6_K";
   }
   return "?";
 }
@@ -24,9 +29,12 @@ size_t dtype_size(DType t) {
     case DType::f32: return 4;
     case DType::f16: return 2;
     case DType::bf16: return 2;
+    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q6_k: return 0;
   }
   return 0;
 }
+
+bool dtype_is_block(DType t) { return dtype_size(t) == 0; }
 
 int64_t TensorView::numel() const {
   int64_t n = 1;  // a shape of [] is a scalar: one element
@@ -97,7 +105,27 @@ void to_f32(DType t, const uint8_t* src, size_t n, float* dst) {
         dst[i] = bf16_to_f32(b);
       }
       return;
+    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q6_k: {
+      // blocks lie back to back across rows: one pass over all n elements
+      const auto* ti = kernels::quant::type_info(dtype_quant_type(t));
+      ti->dequantize(src, dst, int64_t(n));
+      return;
+    }
   }
+}
+
+kernels::quant::WType dtype_quant_type(DType t) {
+  using kernels::quant::WType;
+  switch (t) {
+    case DType::f16: return WType::f16;
+    case DType::bf16: return WType::bf16;
+    case DType::q8_0: return WType::q8_0;
+    case DType::q4_0: return WType::q4_0;
+    case DType::q4_k: return WType::q4_k;
+    case DType::q6_k: return WType::q6_k;
+    case DType::f32: break;
+  }
+  return WType::f32;
 }
 
 }  // namespace headwise::graph

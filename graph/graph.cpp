@@ -160,6 +160,13 @@ class Builder {
                                   "; expected 1 dimension");
       }
       used_.insert(*name);
+      // Products read non-f32 matrices as stored: never expanded to f32.
+      if (!is_bias && t->dtype != DType::f32 && (n->op == OpKind::linear || n->op == OpKind::logits) &&
+          n->layout == WeightLayout::out_in && t->shape.size() == 2) {
+        n->wq = t->data;
+        n->wq_type = t->dtype;
+        continue;
+      }
       *ptr = g_->weights->f32(*t);
     }
     return Status::Ok();

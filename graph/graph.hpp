@@ -69,6 +69,10 @@ struct Node {
   std::string weight_name, bias_name;
   const float* w = nullptr;
   const float* b = nullptr;
+  // linear / logits with weights stored in another type (f16, bf16, the GGUF block
+  // types), [N][K] rows as stored: multiplied in place (kernels/quant), w stays null.
+  const void* wq = nullptr;
+  DType wq_type = DType::f32;
   int64_t w_rows = 0, w_cols = 0;
   // linear / logits: y(M×N) = x(M×K) · Wᵀ, W stored [N][K] (out_in) or [K][N] (in_out)
   int K = 0, N = 0;

@@ -72,6 +72,22 @@ std::string Plan::describe(int rows, int threads) const {
   return o.str();
 }
 
+namespace {
+// The linear registry's weight type for a stored DType (weight_types.inc).
+kernels::WeightType weight_type_of(DType t) {
+  switch (t) {
+    case DType::f32: return kernels::WeightType::f32;
+    case DType::f16: return kernels::WeightType::f16;
+    case DType::bf16: return kernels::WeightType::bf16;
+    case DType::q8_0: return kernels::WeightType::q8_0;
+    case DType::q4_0: return kernels::WeightType::q4_0;
+    case DType::q4_k: return kernels::WeightType::q4_k;
+    case DType::q6_k: return kernels::WeightType::q6_k;
+  }
+  return kernels::WeightType::f32;
+}
+}  // namespace
+
 Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
   if (!kernels::isa_env_error().empty()) return unsupported(kernels::isa_env_error());
   auto plan = std::make_unique<Plan>();
@@ -95,8 +111,18 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
     int col = 0;
     for (int w : widths) {
       std::unique_ptr<Projection> p;
-      const Status s = Projection::create_f32(n.w + col * sn, n.K, w, sk, sn,
-                                              n.b ? n.b + col : nullptr, plan->isa, &p);
+      Status s;
+      if (n.wq) {  // weights in their stored type: rows [col, col + w) of [N][K]
+        const kernels::WeightType wt = weight_type_of(n.wq_type);
+        const size_t rb = size_t(n.K / kernels::weight_block_elems(wt)) * kernels::weight_block_bytes(wt);
+        s = n.K % kernels::weight_block_elems(wt) != 0
+                ? Status(StatusCode::unsupported, "rows of " + std::to_string(n.K) + " " + dtype_name(n.wq_type) +
+                                                      " weights are not whole blocks")
+                : Projection::create_typed(wt, static_cast<const uint8_t*>(n.wq) + size_t(col) * rb, n.K, w,
+                                           n.b ? n.b + col : nullptr, plan->isa, &p);
+      } else {
+        s = Projection::create_f32(n.w + col * sn, n.K, w, sk, sn, n.b ? n.b + col : nullptr, plan->isa, &p);
+      }
       if (!s.ok()) return Status(s.code(), n.where + ": " + s.message());
       plan->packed_weight_bytes += p->weight_bytes();
       plan->linears[i].push_back(std::move(p));

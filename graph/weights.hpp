@@ -11,12 +11,19 @@
 #include <vector>
 
 #include "headwise/status.hpp"
+#include "kernels/quant/quant.hpp"
 
 namespace headwise::graph {
 
-enum class DType { f32, f16, bf16 };
+// f32, f16, bf16: one value per element. The block types (GGUF's Q8_0, Q4_0, Q4_K,
+// Q6_K; layouts in kernels/quant/blocks.hpp) store rows of blocks: they come only from
+// GGUF files, and linear layers multiply them as stored (kernels/quant).
+enum class DType { f32, f16, bf16, q8_0, q4_0, q4_k, q6_k };
 const char* dtype_name(DType t);
-size_t dtype_size(DType t);
+size_t dtype_size(DType t);  // bytes per element; 0 for the block types
+bool dtype_is_block(DType t);
+// The weight-catalogue type of a DType (kernels/quant/quant.hpp; f32 for f32).
+kernels::quant::WType dtype_quant_type(DType t);
 
 // A named tensor whose bytes live elsewhere (usually inside a mapping).
 struct TensorView {
@@ -29,7 +36,7 @@ struct TensorView {
   std::string shape_str() const;  // "[512, 64]"
 };
 
-// Converts n elements of f32/f16/bf16 data to float.
+// Converts n elements of any DType to float (block types: n a multiple of the block).
 void to_f32(DType t, const uint8_t* src, size_t n, float* dst);
 
 // A read-only memory mapping of a whole file.
