@@ -16,7 +16,8 @@ namespace {
 void usage(std::FILE* f) {
   std::fprintf(f,
       "usage: headwise heads [MODEL] [options]\n"
-      "  MODEL            model.json, a folder with model.json, or a llama2.c checkpoint .bin\n"
+      "  MODEL            model.json, a folder with model.json, a GGUF file, a Hugging Face\n"
+      "                   folder (config.json + safetensors), or a llama2.c checkpoint .bin\n"
       "                   (default: %s if present, else a built-in random model)\n"
       "  --tokenizer FILE tokenizer.bin (default for the default model: %s)\n"
       "  --text FILE      score the heads on this text (its first context-many tokens) and\n"

@@ -25,7 +25,8 @@ namespace {
 void usage(std::FILE* f) {
   std::fprintf(f,
       "usage: headwise maps [MODEL] [options]\n"
-      "  MODEL            model.json, a folder with model.json, or a llama2.c checkpoint .bin\n"
+      "  MODEL            model.json, a folder with model.json, a GGUF file, a Hugging Face\n"
+      "                   folder (config.json + safetensors), or a llama2.c checkpoint .bin\n"
       "                   (default: %s if present, else a built-in random model)\n"
       "  --tokenizer FILE tokenizer.bin (default for the default model: %s)\n"
       "  --prompt TEXT    the text whose attention is shown (default: \"%s\")\n"
