@@ -4,6 +4,7 @@
 // the lookup state from a configuration (build_state).
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -105,14 +106,15 @@ class Encoder {
       word(text);
       return;
     }
-    words_.clear();
-    words_.push_back({std::move(text), at_start});
+    words_.spans.clear();
+    words_.spans.push_back({0, text.size(), at_start});
+    words_.text = std::move(text);
     pre_tokenize(c_.pre_tokenizers, &words_);
-    for (const Word& w : words_) word(w.text);
+    for (const Word& w : words_.spans) word(std::string_view(words_.text).substr(w.b, w.e - w.b));
   }
 
  private:
-  void word(const std::string& w) {
+  void word(std::string_view w) {
     if (w.empty()) return;
     if (c_.piece_text == PieceText::kByteLevel) {
       cached(w);
@@ -133,29 +135,35 @@ class Encoder {
     cached(w.substr(start));
   }
 
-  void cached(const std::string& w) {
-    // Words repeat (" the", " of"): remember short ones within this call.
+  void cached(std::string_view w) {
+    // Words repeat (" the", " of"): remember short ones within this call. Keys live in
+    // key_store_ (a deque keeps them in place), ids in one flat array.
     const bool cacheable = w.size() <= 64;
     if (cacheable) {
       const auto it = cache_.find(w);
       if (it != cache_.end()) {
-        ids_->insert(ids_->end(), it->second.begin(), it->second.end());
+        ids_->insert(ids_->end(), cached_ids_.begin() + it->second.first,
+                     cached_ids_.begin() + it->second.first + it->second.second);
         return;
       }
     }
     const size_t first = ids_->size();
     if (c_.model == ModelKind::kSpmScores) spm_word(w);
     else bpe_word(w);
-    if (cacheable) cache_.emplace(w, std::vector<int32_t>(ids_->begin() + first, ids_->end()));
+    if (cacheable) {
+      key_store_.emplace_back(w);
+      cache_.emplace(key_store_.back(), std::make_pair(cached_ids_.size(), ids_->size() - first));
+      cached_ids_.insert(cached_ids_.end(), ids_->begin() + first, ids_->end());
+    }
   }
 
   // llama.cpp's SentencePiece BPE: symbols are characters cut by their lead byte,
   // merged by piece score; a symbol that is no piece falls back to its bytes.
-  void spm_word(const std::string& w) {
+  void spm_word(std::string_view w) {
     syms_.clear();
     for (size_t i = 0; i < w.size();) {
       const size_t len = std::min(w.size() - i, utf8_lead_length(static_cast<unsigned char>(w[i])));
-      const auto it = st_.index.find(std::string_view(w).substr(i, len));
+      const auto it = st_.index.find(w.substr(i, len));
       syms_.push_back({it == st_.index.end() ? -1 : it->second, uint32_t(i), uint32_t(len), -1, -1});
       i += len;
     }
@@ -178,7 +186,7 @@ class Encoder {
 
   // HF tokenizers' BPE model (and llama.cpp's for GGUF "gpt2"): symbols are the word's
   // bytes (byte-level) or characters (with byte fallback), merged by rank.
-  void bpe_word(const std::string& w) {
+  void bpe_word(std::string_view w) {
     if (c_.ignore_merges) {
       const auto it = st_.index.find(w);
       if (it != st_.index.end()) {
@@ -198,7 +206,7 @@ class Encoder {
         continue;
       }
       const size_t len = std::min(w.size() - i, utf8_lead_length(lead));
-      const auto it = st_.index.find(std::string_view(w).substr(i, len));
+      const auto it = st_.index.find(w.substr(i, len));
       if (it != st_.index.end()) {
         syms_.push_back({it->second, uint32_t(i), uint32_t(len), -1, -1});
         last_unk = false;
@@ -226,9 +234,11 @@ class Encoder {
   const State& st_;
   const Config& c_;
   std::vector<int32_t>* ids_;
-  std::vector<Word> words_;
+  Words words_;
   std::vector<Symbol> syms_;
-  std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  std::deque<std::string> key_store_;
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> cache_;  // word -> (offset, count)
+  std::vector<int32_t> cached_ids_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // or merged as its `behavior` says.
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -72,20 +73,21 @@ std::vector<std::pair<size_t, size_t>> apply_behavior(const std::vector<Span>& s
   return out;
 }
 
+// Appends the non-empty parts ([b, e) relative to w) as words.
 void emit(const Word& w, const std::vector<std::pair<size_t, size_t>>& parts, std::vector<Word>* out) {
   for (const auto& p : parts)
-    if (p.second > p.first) out->push_back({w.text.substr(p.first, p.second - p.first), w.at_start && p.first == 0});
+    if (p.second > p.first) out->push_back({w.b + p.first, w.b + p.second, w.at_start && p.first == 0});
 }
 
-void regex_split(const Regex& re, bool invert, PreTokenizerStep::Behavior behavior, const Word& w,
-                 std::vector<Word>* out) {
+void regex_split(const Regex& re, bool invert, PreTokenizerStep::Behavior behavior, const std::string& text,
+                 const Word& w, std::vector<Word>* out) {
   std::vector<std::pair<size_t, size_t>> m;
   // find_all fails only on a PCRE2 resource limit: the word then stays whole.
-  if (!re.find_all(w.text.data(), w.text.size(), &m).ok()) {
+  if (!re.find_all(text.data() + w.b, w.e - w.b, &m).ok()) {
     out->push_back(w);
     return;
   }
-  emit(w, apply_behavior(cover(w.text.size(), m, invert), behavior), out);
+  emit(w, apply_behavior(cover(w.e - w.b, m, invert), behavior), out);
 }
 
 bool is_numeric(uint32_t cp) {
@@ -93,9 +95,9 @@ bool is_numeric(uint32_t cp) {
   return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
 }
 
-void digits_split(bool individual, const Word& w, std::vector<Word>* out) {
+void digits_split(bool individual, const std::string& text, const Word& w, std::vector<Word>* out) {
   std::vector<Span> spans;
-  const std::string& t = w.text;
+  const std::string t = text.substr(w.b, w.e - w.b);
   for (size_t i = 0; i < t.size();) {
     const size_t b = i;
     const bool digit = is_numeric(next_code_point(t, &i));
@@ -118,51 +120,68 @@ const Regex& gpt2_regex() {
 
 }  // namespace
 
-void pre_tokenize(const std::vector<PreTokenizerStep>& steps, std::vector<Word>* words) {
+void pre_tokenize(const std::vector<PreTokenizerStep>& steps, Words* words) {
   std::vector<Word> next;
+  std::string rebuilt;
   for (const PreTokenizerStep& s : steps) {
     next.clear();
-    next.reserve(words->size());
-    for (Word& w : *words) {
+    next.reserve(words->spans.size() + words->text.size() / 4);
+    const std::string& text = words->text;
+    const bool rewrites = s.kind == PreTokenizerStep::kMetaspace ||
+                          (s.kind == PreTokenizerStep::kByteLevel && s.add_prefix_space);
+    if (rewrites) {
+      // Each word rewritten into a new buffer, then split there.
+      rebuilt.clear();
+      std::vector<Word> moved;
+      moved.reserve(words->spans.size());
+      for (const Word& w : words->spans) {
+        const size_t start = rebuilt.size();
+        if (s.kind == PreTokenizerStep::kMetaspace) {
+          for (size_t i = w.b; i < w.e; ++i) {
+            if (text[i] == ' ') rebuilt += s.replacement;
+            else rebuilt.push_back(text[i]);
+          }
+          const bool starts = rebuilt.compare(start, s.replacement.size(), s.replacement) == 0;
+          if (!starts && (s.prepend == PreTokenizerStep::kAlways || (s.prepend == PreTokenizerStep::kFirst && w.at_start)))
+            rebuilt.insert(start, s.replacement);
+        } else {
+          if (w.e == w.b || text[w.b] != ' ') rebuilt.push_back(' ');
+          rebuilt.append(text, w.b, w.e - w.b);
+        }
+        moved.push_back({start, rebuilt.size(), w.at_start});
+      }
+      words->text.swap(rebuilt);
+      words->spans.swap(moved);
+    }
+    const std::string& t = words->text;
+    for (const Word& w : words->spans) {
       switch (s.kind) {
         case PreTokenizerStep::kSplit:
-          regex_split(*s.regex, s.invert, s.behavior, w, &next);
+          regex_split(*s.regex, s.invert, s.behavior, t, w, &next);
           break;
         case PreTokenizerStep::kDigits:
-          digits_split(s.individual_digits, w, &next);
+          digits_split(s.individual_digits, t, w, &next);
           break;
         case PreTokenizerStep::kMetaspace: {
-          std::string t;
-          t.reserve(w.text.size() + 8);
-          for (char c : w.text) {
-            if (c == ' ') t += s.replacement;
-            else t.push_back(c);
-          }
-          const bool starts = t.compare(0, s.replacement.size(), s.replacement) == 0;
-          if (!starts && (s.prepend == PreTokenizerStep::kAlways || (s.prepend == PreTokenizerStep::kFirst && w.at_start)))
-            t.insert(0, s.replacement);
-          Word mw{std::move(t), w.at_start};
           if (!s.split) {
-            next.push_back(std::move(mw));
+            next.push_back(w);
             break;
           }
           std::vector<std::pair<size_t, size_t>> m;
-          for (size_t pos = mw.text.find(s.replacement); pos != std::string::npos;
-               pos = mw.text.find(s.replacement, pos + s.replacement.size()))
+          const std::string_view view(t.data() + w.b, w.e - w.b);
+          for (size_t pos = view.find(s.replacement); pos != std::string_view::npos;
+               pos = view.find(s.replacement, pos + s.replacement.size()))
             m.emplace_back(pos, pos + s.replacement.size());
-          emit(mw, apply_behavior(cover(mw.text.size(), m, false), PreTokenizerStep::kMergedWithNext), &next);
+          emit(w, apply_behavior(cover(view.size(), m, false), PreTokenizerStep::kMergedWithNext), &next);
           break;
         }
-        case PreTokenizerStep::kByteLevel: {
-          Word bw = std::move(w);
-          if (s.add_prefix_space && (bw.text.empty() || bw.text[0] != ' ')) bw.text.insert(0, " ");
-          if (s.use_regex) regex_split(gpt2_regex(), false, PreTokenizerStep::kIsolated, bw, &next);
-          else next.push_back(std::move(bw));
+        case PreTokenizerStep::kByteLevel:
+          if (s.use_regex) regex_split(gpt2_regex(), false, PreTokenizerStep::kIsolated, t, w, &next);
+          else next.push_back(w);
           break;
-        }
       }
     }
-    words->swap(next);
+    words->spans.swap(next);
   }
 }
 
