@@ -13,12 +13,12 @@ static_assert(S::W == 8);
 }  // namespace
 
 void attn_fwd_f32_q48k64__avx2(const AttnProblem& p, int b, int hq, int q0, float* s) {
-  AttnFwd<S, 6, 64, 4, 4, 3>::run(p, b, hq, q0, s);
+  AttnFwd<S, KvF32, 6, 64, 4, 4, 3>::run(p, b, hq, q0, s);
 }
 
 void attn_decode_f32_k64__avx2(const AttnProblem& p, int b, int k0, int k1, float* part,
                                float* s) {
-  AttnDecode<S, 64>::run(p, b, k0, k1, part, s);
+  AttnDecode<S, KvF32, 64>::run(p, b, k0, k1, part, s);
 }
 
 }  // namespace headwise::kernels

@@ -12,12 +12,12 @@ static_assert(S::W == 16);
 }  // namespace
 
 void attn_fwd_f32_q64k64__avx512(const AttnProblem& p, int b, int hq, int q0, float* s) {
-  AttnFwd<S, 4, 64, 6, 6>::run(p, b, hq, q0, s);
+  AttnFwd<S, KvF32, 4, 64, 6, 6>::run(p, b, hq, q0, s);
 }
 
 void attn_decode_f32_k64__avx512(const AttnProblem& p, int b, int k0, int k1, float* part,
                                  float* s) {
-  AttnDecode<S, 64>::run(p, b, k0, k1, part, s);
+  AttnDecode<S, KvF32, 64>::run(p, b, k0, k1, part, s);
 }
 
 }  // namespace headwise::kernels
