@@ -90,7 +90,7 @@ class Parser {
     if (!o.is_object()) return fail("settings", "must be an object");
     static const std::set<std::string> known = {
         "vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim",
-        "max_seq_len", "norm_eps", "rope_theta", "rope_style"};
+        "max_seq_len", "norm_eps", "rope_theta", "rope_style", "rope_freq_factors"};
     for (auto it = o.begin(); it != o.end(); ++it)
       if (!known.count(it.key())) return fail("settings", "unknown field '" + it.key() + "'");
     HW_RETURN_IF_ERROR(positive_int(o, "settings", "vocab_size", true, &s->vocab_size));
@@ -122,6 +122,17 @@ class Parser {
     if (style == "interleaved") s->rope_style = kernels::RopeStyle::interleaved;
     else if (style == "half") s->rope_style = kernels::RopeStyle::half;
     else return fail("settings", "field 'rope_style' must be \"interleaved\" or \"half\", got \"" + style + "\"");
+    if (o.contains("rope_freq_factors")) {
+      const json& v = o.at("rope_freq_factors");
+      if (!v.is_array() || v.size() != size_t(s->head_dim / 2))
+        return fail("settings", "field 'rope_freq_factors' must be an array of head_dim/2 (" +
+                                    std::to_string(s->head_dim / 2) + ") numbers");
+      for (const json& e : v) {
+        if (!e.is_number() || !(e.get<double>() > 0))
+          return fail("settings", "field 'rope_freq_factors' must hold positive numbers");
+        s->rope_freq_factors.push_back(e.get<float>());
+      }
+    }
     return Status::Ok();
   }
 
@@ -180,7 +191,8 @@ class Parser {
 
     // Which ops take which fields.
     const bool weighted = n->op == OpKind::embedding || n->op == OpKind::pos_embedding ||
-                          n->op == OpKind::rmsnorm || n->op == OpKind::layernorm ||
+                          n->op == OpKind::rmsnorm || n->op == OpKind::head_rmsnorm ||
+                          n->op == OpKind::layernorm ||
                           n->op == OpKind::linear || n->op == OpKind::logits;
     if (weighted && n->weight.empty()) return fail(where, "missing field 'weight'");
     if (!weighted && !n->weight.empty()) return fail(where, "takes no 'weight'");
@@ -326,6 +338,11 @@ std::string description_to_json(const ModelDesc& d, const std::string& weights_f
   st["norm_eps"] = tidy(s.norm_eps);
   st["rope_theta"] = tidy(s.rope_theta);
   st["rope_style"] = s.rope_style == kernels::RopeStyle::half ? "half" : "interleaved";
+  if (!s.rope_freq_factors.empty()) {
+    nlohmann::ordered_json f = nlohmann::ordered_json::array();
+    for (float x : s.rope_freq_factors) f.push_back(tidy(x));
+    st["rope_freq_factors"] = f;
+  }
   root["settings"] = st;
   for (auto [key, nodes] : {std::pair{"embed", &d.embed}, {"block", &d.block}, {"head", &d.head}}) {
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();

@@ -18,6 +18,9 @@ struct Settings {
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
   kernels::RopeStyle rope_style = kernels::RopeStyle::interleaved;
+  // Optional (head_dim/2) divisors of each pair's RoPE frequency: θ^(−2i/head_dim) / f[i]
+  // (Llama 3 "llama3" rope scaling; llama.cpp's rope_freqs tensor). Empty: none.
+  std::vector<float> rope_freq_factors;
 };
 
 enum class WeightLayout { out_in, in_out };  // [N][K] (y = W·x, PyTorch Linear) or [K][N]

@@ -37,6 +37,15 @@ std::unique_ptr<WeightSet> WeightSet::in_memory(std::vector<TensorView> views,
   return ws;
 }
 
+std::unique_ptr<WeightSet> WeightSet::external(std::vector<TensorView> views,
+                                               std::shared_ptr<const void> owner, std::string label) {
+  auto ws = std::unique_ptr<WeightSet>(new WeightSet);
+  ws->memory_views_ = std::move(views);
+  ws->owner_ = std::move(owner);
+  ws->memory_label_ = std::move(label);
+  return ws;
+}
+
 const TensorView* WeightSet::find(const std::string& name) const {
   if (st_) return st_->find(name);
   if (ckpt_) return ckpt_->find(name);
@@ -196,6 +205,7 @@ int in_place_input(const Node& n, const Graph& g) {
     case OpKind::silu:
     case OpKind::gelu:
     case OpKind::rmsnorm:
+    case OpKind::head_rmsnorm:
     case OpKind::layernorm:
     case OpKind::pos_embedding:
       return 0;

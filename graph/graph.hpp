@@ -28,6 +28,10 @@ class WeightSet {
   static std::unique_ptr<WeightSet> in_memory(std::vector<TensorView> views,
                                               std::deque<std::vector<float>> data,
                                               std::string label);
+  // Tensors that live in memory owned by `owner` (mapped GGUF or safetensors files),
+  // which the set keeps alive.
+  static std::unique_ptr<WeightSet> external(std::vector<TensorView> views,
+                                             std::shared_ptr<const void> owner, std::string label);
 
   const TensorView* find(const std::string& name) const;
   const std::vector<TensorView>& tensors() const;
@@ -42,6 +46,7 @@ class WeightSet {
   std::deque<std::vector<float>> converted_;
   std::vector<TensorView> memory_views_;
   std::string memory_label_;
+  std::shared_ptr<const void> owner_;
 };
 
 // One SSA value: each node output is a new value, even when it reuses a name.

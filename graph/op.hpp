@@ -14,6 +14,7 @@ namespace headwise::graph {
   X(embedding, "embedding", 1)         /* tokens → rows of the weight table */    \
   X(pos_embedding, "pos_embedding", 1) /* x + learned position rows */            \
   X(rmsnorm, "rmsnorm", 1)                                                        \
+  X(head_rmsnorm, "head_rmsnorm", 1)   /* rmsnorm of each head_dim slice (Qwen3) */ \
   X(layernorm, "layernorm", 1)                                                    \
   X(linear, "linear", 1)               /* x·Wᵀ (+ b), one or several outputs */   \
   X(rope, "rope", 1)                   /* rotary embedding, in place */           \

@@ -1,5 +1,7 @@
 #include "graph/plan.hpp"
 
+#include "graph/rope_scaling.hpp"
+
 namespace headwise::graph {
 
 Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
@@ -32,6 +34,8 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
   if (s.head_dim >= 2)
     kernels::rope_tables(s.rope_theta, s.head_dim, s.max_seq_len, plan->rope_cos.data(),
                          plan->rope_sin.data());
+  if (s.head_dim >= 2 && !s.rope_freq_factors.empty())
+    rope_scaled_tables(s, plan->rope_cos.data(), plan->rope_sin.data());
   *out = std::move(plan);
   return Status::Ok();
 }

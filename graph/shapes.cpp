@@ -53,6 +53,15 @@ Status infer_widths(const Graph& g, const std::string& path, Node* n, std::vecto
       HW_RETURN_IF_ERROR(vector_weight("weight", width(0)));
       widths->push_back(width(0));
       return Status::Ok();
+    case OpKind::head_rmsnorm:
+      HW_RETURN_IF_ERROR(vector_weight("weight", s.head_dim));
+      if (width(0) % s.head_dim != 0)
+        return fail(name(0) + " has " + std::to_string(width(0)) +
+                    " features, not a whole number of heads of head_dim " + std::to_string(s.head_dim));
+      n->heads = width(0) / s.head_dim;
+      n->head_dim = s.head_dim;
+      widths->push_back(width(0));
+      return Status::Ok();
     case OpKind::layernorm:
       HW_RETURN_IF_ERROR(vector_weight("weight", width(0)));
       HW_RETURN_IF_ERROR(bias_len(width(0)));

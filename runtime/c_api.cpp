@@ -167,8 +167,9 @@ hw_status hw_model_info(const hw_model* model, struct hw_model_info* out) {
                   out->head_dim = i.head_dim;
                   out->max_seq_len = i.max_seq_len;
                   out->has_tokenizer = tok ? 1 : 0;
-                  out->bos_id = tok ? headwise::Tokenizer::kBos : -1;
-                  out->eos_id = tok ? headwise::Tokenizer::kEos : -1;
+                  const headwise::Tokenizer* t = model->model->tokenizer();
+                  out->bos_id = tok ? t->bos_id() : -1;
+                  out->eos_id = tok && !t->eos_ids().empty() ? t->eos_ids().front() : -1;
                   return Status::Ok();
                 }),
                 m);

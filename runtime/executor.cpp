@@ -69,6 +69,18 @@ class Run {
         kernels::rmsnorm(at(n.in[0]).in(), n.w, n.eps, at(n.out[0]).out(), M,
                          g_.values[n.out[0]].cols, th);
         return Status::Ok();
+      case OpKind::head_rmsnorm: {
+        // Each head's slice is a row of its own: rows × heads rows of head_dim.
+        const View x = at(n.in[0]), y = at(n.out[0]);
+        const int C = g_.values[n.out[0]].cols;
+        if (x.stride == C && y.stride == C)
+          kernels::rmsnorm({x.p, n.head_dim}, n.w, n.eps, {y.p, n.head_dim}, M * n.heads, n.head_dim, th);
+        else
+          for (int r = 0; r < M; ++r)
+            kernels::rmsnorm({x.p + r * x.stride, n.head_dim}, n.w, n.eps, {y.p + r * y.stride, n.head_dim},
+                             n.heads, n.head_dim, th);
+        return Status::Ok();
+      }
       case OpKind::layernorm:
         kernels::layernorm(at(n.in[0]).in(), n.w, n.b, n.eps, at(n.out[0]).out(), M,
                            g_.values[n.out[0]].cols, th);

@@ -2,6 +2,7 @@
 // tokenizer; and the numbers ModelInfo reports.
 #include <sys/stat.h>
 
+#include "formats/checkpoint.hpp"
 #include "graph/presets.hpp"
 #include "graph/plan.hpp"
 #include "headwise/model.hpp"
@@ -63,17 +64,41 @@ Status ModelBuilder::finish(const graph::ModelDesc& desc, std::unique_ptr<graph:
   return Status::Ok();
 }
 
+// A GGUF file or a Hugging Face folder (formats/checkpoint.hpp).
+Status Model::load_checkpoint(const std::string& path, bool gguf, const ModelOptions& options,
+                              std::shared_ptr<const Model>* out) {
+  formats::Checkpoint ck;
+  HW_RETURN_IF_ERROR(gguf ? formats::load_gguf_checkpoint(path, &ck) : formats::load_hf_checkpoint(path, &ck));
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (!options.tokenizer.empty())
+    HW_RETURN_IF_ERROR(Tokenizer::load(options.tokenizer, ck.desc.settings.vocab_size, &tokenizer));
+  std::shared_ptr<const Model> model;
+  HW_RETURN_IF_ERROR(ModelBuilder::finish(ck.desc, std::move(ck.weights), std::move(tokenizer), path, &model));
+  ModelInfo& info = const_cast<Model&>(*model).info_;
+  info.architecture = ck.config.arch;
+  info.eos_ids = ck.eos_ids;
+  info.default_temperature = ck.temperature;
+  info.default_top_p = ck.top_p;
+  *out = std::move(model);
+  return Status::Ok();
+}
+
 Status Model::load(const std::string& path_in, const ModelOptions& options,
                    std::shared_ptr<const Model>* out) {
   std::string path = path_in;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return not_found(path + ": no such file or directory");
+  if (is_dir(path) && ::stat((path + "/model.json").c_str(), &st) != 0 && formats::is_hf_folder(path))
+    return load_checkpoint(path, false, options, out);
+  // By name or by magic: a broken file named .gguf gets the GGUF reader's message.
+  if (!is_dir(path) && (ends_with(path, ".gguf") || formats::is_gguf(path)))
+    return load_checkpoint(path, true, options, out);
   if (is_dir(path)) {
     path += "/model.json";
     if (::stat(path.c_str(), &st) != 0)
-      return not_found(path_in + ": the folder holds no model.json (convert a checkpoint with "
-                                 "'headwise convert llama2c CKPT.bin --tokenizer TOK.bin -o DIR')");
+      return not_found(path_in + ": the folder holds no model.json and no config.json (convert a "
+                                 "checkpoint with 'headwise convert llama2c CKPT.bin --tokenizer TOK.bin -o DIR')");
   }
 
   graph::ModelDesc desc;

@@ -1,12 +1,16 @@
-// The llama2.c tokenizer: loading/saving tokenizer.bin, score-ordered BPE encoding
-// with byte fallback, and decoding with llama2.c's decode + safe_printf rules.
+// headwise::Tokenizer: the llama2.c tokenizer (loading/saving tokenizer.bin, score-ordered
+// BPE with byte fallback, decoding with llama2.c's decode + safe_printf rules), and the
+// decode side and accessors of every other tokenizer (encoding: tokenizer_encode.cpp).
 #include "headwise/tokenizer.hpp"
+
+#include "runtime/tokenizer_state.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 namespace headwise {
@@ -89,36 +93,81 @@ Status Tokenizer::load(const std::string& path, int vocab_size, std::unique_ptr<
       return format_error(where + ": truncated inside its " + std::to_string(len) + "-byte piece");
   }
 
-  tok->sorted_.reserve(vocab_size);
-  for (int i = 0; i < vocab_size; ++i) tok->sorted_.emplace_back(tok->pieces_[i], i);
-  // Sorting by (piece, id) makes lookup() return the lowest id of a duplicated piece.
-  std::sort(tok->sorted_.begin(), tok->sorted_.end());
+  tok->index_llama2c();
   *out = std::move(tok);
   return Status::Ok();
 }
 
-int32_t Tokenizer::lookup(const std::string& s) const {
-  auto it = std::lower_bound(sorted_.begin(), sorted_.end(), s,
-                             [](const std::pair<std::string, int32_t>& e, const std::string& key) {
-                               return e.first < key;
-                             });
-  return (it != sorted_.end() && it->first == s) ? it->second : -1;
+
+Tokenizer::Tokenizer() = default;
+Tokenizer::~Tokenizer() = default;
+
+void Tokenizer::index_llama2c() {
+  state_ = std::make_unique<tok::State>();
+  state_->keys = pieces_;
+  state_->index.reserve(pieces_.size());
+  // emplace keeps the first: a duplicated piece is found as its lowest id, as llama2.c's
+  // sorted lookup does.
+  for (size_t i = 0; i < state_->keys.size(); ++i) state_->index.emplace(state_->keys[i], int32_t(i));
+  state_->pair_in_piece.assign(256 * 256, false);
+  for (const std::string& p : pieces_)
+    for (size_t k = 1; k < p.size(); ++k)
+      state_->pair_in_piece[static_cast<unsigned char>(p[k - 1]) * 256 + static_cast<unsigned char>(p[k])] = true;
 }
 
 std::vector<int32_t> Tokenizer::encode(const std::string& text, bool add_bos) const {
+  if (llama2c_) return encode_llama2c(text, add_bos);
+  return tok::encode_text(*state_, text, add_bos, false);
+}
+
+std::vector<int32_t> Tokenizer::encode(const std::string& text, const EncodeOptions& options) const {
+  if (llama2c_) return encode_llama2c(text, options.add_special);
+  return tok::encode_text(*state_, text, options.add_special, options.parse_special);
+}
+
+std::vector<int32_t> Tokenizer::encode_llama2c(const std::string& text, bool add_bos) const {
   std::vector<int32_t> ids;
   if (add_bos) ids.push_back(kBos);
-  // Code-point ids and their byte fallbacks; one per byte at most.
-  std::vector<int32_t> toks;
-  toks.reserve(text.size() + 1);
+  // The symbols are spans of `buf`, the concatenation of their pieces, so that a pair's
+  // lookup string (llama2.c: pieces[a] + pieces[b]) is one span of it.
+  std::string buf;
+  std::vector<tok::Symbol> syms;
+  const int32_t n_vocab = vocab_size();
+  const std::vector<bool>& joins = state_->pair_in_piece;
 
+  // Merges the current segment: the adjacent pair whose concatenation scores highest
+  // (leftmost on ties) while its score beats llama2.c's starting best of -1e10, through
+  // a priority queue. A segment ends where no piece joins the bytes on either side, so
+  // merging segments alone gives what merging the whole text would.
+  auto flush = [&]() {
+    if (syms.empty()) return;
+    tok::link_symbols(&syms);
+    tok::merge_by_score(buf, state_->index, scores_, kNoMerge, &syms);
+    for (const tok::Symbol& s : syms)
+      if (s.len > 0) ids.push_back(s.id);
+    syms.clear();
+    buf.clear();
+  };
+  auto push_id = [&](int32_t id) {
+    const std::string& p = pieces_[id];
+    if (!buf.empty() && !p.empty() &&
+        !joins[static_cast<unsigned char>(buf.back()) * 256 + static_cast<unsigned char>(p[0])])
+      flush();
+    syms.push_back({id, uint32_t(buf.size()), uint32_t(p.size()), -1, -1});
+    buf += p;
+  };
   auto push_bytes = [&](const char* b, size_t n) {
-    const int32_t id = lookup(std::string(b, n));
-    if (id >= 0) {
-      toks.push_back(id);
+    const auto it = state_->index.find(std::string_view(b, n));
+    if (it != state_->index.end()) {
+      push_id(it->second);
       return;
     }
-    for (size_t k = 0; k < n; ++k) toks.push_back(int32_t(static_cast<unsigned char>(b[k])) + 3);
+    for (size_t k = 0; k < n; ++k) {
+      const int32_t id = int32_t(static_cast<unsigned char>(b[k])) + 3;
+      // A vocabulary too small for byte fallback maps the byte to <unk> (id 0) instead
+      // of reading past its end.
+      push_id(id < n_vocab ? id : 0);
+    }
   };
 
   // sentencepiece's dummy prefix: the text is encoded as if it began with a space.
@@ -135,45 +184,18 @@ std::vector<int32_t> Tokenizer::encode(const std::string& text, bool add_bos) co
     push_bytes(text.data() + i, len);
     i += len;
   }
-
-  // Merge the adjacent pair whose concatenation scores highest (leftmost on ties)
-  // until none merges. Pair results are cached and only the two pairs touching a
-  // merge are looked up again, so a merge costs a scan of floats, not of strings.
-  std::vector<int32_t> pair_id;   // (toks.size() - 1): merged piece id or -1
-  std::vector<float> pair_score;  // (toks.size() - 1): its score, kNoMerge if none
-  auto eval = [&](size_t i) {
-    const int32_t id = lookup(pieces_[toks[i]] + pieces_[toks[i + 1]]);
-    pair_id[i] = id;
-    pair_score[i] = id >= 0 ? scores_[id] : kNoMerge;
-  };
-  if (toks.size() >= 2) {
-    pair_id.resize(toks.size() - 1);
-    pair_score.resize(toks.size() - 1);
-    for (size_t i = 0; i + 1 < toks.size(); ++i) eval(i);
-  }
-  for (;;) {
-    float best = kNoMerge;
-    size_t best_i = SIZE_MAX;
-    for (size_t i = 0; i < pair_score.size(); ++i)
-      if (pair_id[i] >= 0 && pair_score[i] > best) {
-        best = pair_score[i];
-        best_i = i;
-      }
-    if (best_i == SIZE_MAX) break;
-    toks[best_i] = pair_id[best_i];
-    toks.erase(toks.begin() + best_i + 1);
-    pair_id.erase(pair_id.begin() + best_i);
-    pair_score.erase(pair_score.begin() + best_i);
-    if (best_i > 0) eval(best_i - 1);
-    if (best_i + 1 < toks.size()) eval(best_i);
-  }
-
-  ids.insert(ids.end(), toks.begin(), toks.end());
+  flush();
   return ids;
 }
 
 std::string Tokenizer::piece_bytes(int32_t prev, int32_t token) const {
   if (token < 0 || token >= vocab_size()) return std::string();
+  if (!llama2c_) {
+    const std::string& b = state_->bytes[token];
+    const bool first = prev < 0 || prev == state_->config.bos_id;
+    if (state_->config.strip_leading_space && first && !b.empty() && b[0] == ' ') return b.substr(1);
+    return b;
+  }
   const std::string& p = pieces_[token];
   // sentencepiece drops the dummy-prefix space of the first piece after BOS.
   std::string s = (prev == kBos && !p.empty() && p[0] == ' ') ? p.substr(1) : p;
@@ -183,10 +205,29 @@ std::string Tokenizer::piece_bytes(int32_t prev, int32_t token) const {
 }
 
 std::string Tokenizer::decode(int32_t prev, int32_t token) const {
+  if (!llama2c_) return is_special(token) ? std::string() : piece_bytes(prev, token);
   std::string s = piece_bytes(prev, token);
   // llama2.c's safe_printf: a lone raw byte that is not printable prints nothing.
   if (s.size() == 1 && !printable_byte(static_cast<unsigned char>(s[0]))) return std::string();
   return s;
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special) const {
+  std::string out;
+  // llama2.c: the previous token, as generation streams them. Others: HF's Strip
+  // decoder drops one leading space of the whole text, so only the first piece written
+  // is a "first" piece (-1); later ones pass a token that is neither -1 nor BOS.
+  constexpr int32_t kNotFirst = std::numeric_limits<int32_t>::max();
+  int32_t prev = -1;
+  for (int32_t id : ids) {
+    if (skip_special && is_special(id)) {
+      if (llama2c_) prev = id;
+      continue;
+    }
+    out += piece_bytes(llama2c_ ? prev : (out.empty() && prev < 0 ? -1 : kNotFirst), id);
+    prev = llama2c_ ? id : kNotFirst;
+  }
+  return out;
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::from_pieces(std::vector<std::string> pieces,
@@ -197,12 +238,69 @@ std::unique_ptr<Tokenizer> Tokenizer::from_pieces(std::vector<std::string> piece
   tok->scores_.resize(tok->pieces_.size(), 0.0f);
   for (const std::string& p : tok->pieces_)
     tok->max_token_length_ = std::max<int>(tok->max_token_length_, static_cast<int>(p.size()));
-  for (size_t i = 0; i < tok->pieces_.size(); ++i) tok->sorted_.emplace_back(tok->pieces_[i], int32_t(i));
-  std::sort(tok->sorted_.begin(), tok->sorted_.end());
+  tok->index_llama2c();
   return tok;
 }
 
+Status Tokenizer::from_config(tok::Config config, std::unique_ptr<Tokenizer>* out) {
+  auto t = std::make_unique<Tokenizer>();
+  t->llama2c_ = false;
+  t->pieces_ = config.pieces;
+  t->scores_ = config.scores;
+  for (const std::string& p : t->pieces_) t->max_token_length_ = std::max<int>(t->max_token_length_, int(p.size()));
+  t->state_ = std::make_unique<tok::State>();
+  HW_RETURN_IF_ERROR(tok::build_state(std::move(config), t->pieces_, t->state_.get()));
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+int32_t Tokenizer::bos_id() const { return llama2c_ ? kBos : state_->config.bos_id; }
+
+const std::vector<int32_t>& Tokenizer::eos_ids() const {
+  static const std::vector<int32_t> llama2c_eos = {kEos};
+  return llama2c_ ? llama2c_eos : state_->config.eos_ids;
+}
+
+bool Tokenizer::add_bos() const {
+  if (llama2c_) return true;
+  const auto& p = state_->config.prefix;
+  return std::find(p.begin(), p.end(), state_->config.bos_id) != p.end();
+}
+
+bool Tokenizer::add_eos() const { return !llama2c_ && !state_->config.suffix.empty(); }
+
+bool Tokenizer::is_special(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return false;
+  if (llama2c_) return id == kBos || id == kEos;
+  return state_->special[id] != 0;
+}
+
+std::vector<std::pair<int32_t, std::string>> Tokenizer::special_tokens() const {
+  std::vector<std::pair<int32_t, std::string>> out;
+  if (llama2c_) {
+    for (int32_t id : {kBos, kEos})
+      if (id < vocab_size()) out.emplace_back(id, pieces_[id]);
+    return out;
+  }
+  for (int32_t id : state_->special_list) out.emplace_back(id, pieces_[id]);
+  return out;
+}
+
+const std::string& Tokenizer::chat_template() const {
+  static const std::string none;
+  return llama2c_ ? none : state_->config.chat_template;
+}
+
+const char* Tokenizer::kind_name() const {
+  if (llama2c_) return "llama2c";
+  if (state_->config.model == tok::ModelKind::kSpmScores) return "spm";
+  return state_->config.piece_text == tok::PieceText::kByteLevel ? "byte-bpe" : "bpe";
+}
+
 Status Tokenizer::save(const std::string& path) const {
+  if (!llama2c_)
+    return unsupported(path + ": only llama2.c tokenizers can be written as tokenizer.bin; this one is " +
+                       kind_name());
   File f(std::fopen(path.c_str(), "wb"));
   if (!f) return io_error(path + ": cannot create tokenizer file: " + std::strerror(errno));
   // llama2.c sizes its merge buffer from max_token_length, so never write less than

@@ -3,6 +3,7 @@
 // Statistics go to stderr.
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -28,7 +29,8 @@ constexpr const char* kDefaultTokenizer = "../shared/models/stories260K/tok512.b
 void usage(std::FILE* f) {
   std::fprintf(f,
       "usage: headwise run [MODEL] [options]\n"
-      "  MODEL            model.json, a folder with model.json, or a llama2.c checkpoint .bin\n"
+      "  MODEL            model.json, a folder with model.json, a GGUF file, a Hugging Face\n"
+      "                   folder (config.json + safetensors), or a llama2.c checkpoint .bin\n"
       "                   (default: %s if present, else a built-in model with random weights)\n"
       "  --tokenizer FILE tokenizer.bin (required with a .bin checkpoint; default for the\n"
       "                   default model: %s)\n"
@@ -36,8 +38,8 @@ void usage(std::FILE* f) {
       "  --tokens IDS     the prompt as comma-separated token ids instead of text (BOS is not\n"
       "                   added; without a tokenizer, generated ids are printed one per line)\n"
       "  -n, --steps N    positions to run, prompt included (default 256; capped at the context)\n"
-      "  --temp T         temperature, 0 = greedy (default 1.0)\n"
-      "  --top-p P        nucleus sampling threshold in (0,1] (default 0.9)\n"
+      "  --temp T         temperature, 0 = greedy (default: generation_config.json's, else 1.0)\n"
+      "  --top-p P        nucleus sampling threshold in (0,1] (default: the model's, else 0.9)\n"
       "  --seed S         random seed, > 0 (default: time-based, printed on stderr)\n"
       "  --threads N      threads (default: all cores)\n"
       "  --kv-type T      KV cache element type: f32 | f16 | bf16 (default f32)\n"
@@ -102,8 +104,8 @@ int cmd_run(int argc, char** argv) {
   }
   const std::string prompt = a.str("prompt");
   const long long steps_arg = a.has("steps") ? a.integer("steps", 256) : a.integer("n", 256);
-  const double temp = a.number("temp", 1.0);
-  const double top_p = a.number("top-p", 0.9);
+  double temp = a.number("temp", 1.0);
+  double top_p = a.number("top-p", 0.9);
   long long seed = a.integer("seed", 0);
   const long long threads = a.integer("threads", 0);
   if (!a.ok()) {
@@ -155,6 +157,9 @@ int cmd_run(int argc, char** argv) {
   }
   const double load_s = now() - t_load;
   const ModelInfo& info = model->info();
+  // generation_config.json's defaults apply when the options are not given.
+  if (!a.has("temp") && info.default_temperature >= 0) temp = info.default_temperature;
+  if (!a.has("top-p") && info.default_top_p > 0 && info.default_top_p <= 1) top_p = info.default_top_p;
   if (a.has("verbose"))
     std::fprintf(stderr,
                  "model %s (%s): vocab %d, d_model %d, %d layers, %d heads (%d kv), head_dim %d, "
@@ -211,6 +216,11 @@ int cmd_run(int argc, char** argv) {
   for (int i = 1; i < std::min(n, steps + 1); ++i) std::fputs(piece(ids[i - 1], ids[i]).c_str(), stdout);
   std::fflush(stdout);
 
+  // The model's end-of-generation ids; llama2.c checkpoints end the text with BOS.
+  auto is_end = [&](int32_t id) {
+    if (info.eos_ids.empty()) return id == Tokenizer::kBos;
+    return std::find(info.eos_ids.begin(), info.eos_ids.end(), id) != info.eos_ids.end();
+  };
   Sampler sampler(info.vocab_size, static_cast<float>(temp), static_cast<float>(top_p),
                   static_cast<uint64_t>(seed));
   int generated = 0;
@@ -219,7 +229,7 @@ int cmd_run(int argc, char** argv) {
     int32_t token = ids[n - 1];
     for (int k = n; k <= steps; ++k) {
       const int32_t next = sampler.sample(session->logits());
-      if (next == Tokenizer::kBos) break;  // llama2.c's end of text
+      if (is_end(next)) break;
       std::fputs(piece(token, next).c_str(), stdout);
       std::fflush(stdout);
       ++generated;

@@ -10,5 +10,6 @@ int cmd_run(int argc, char** argv);      // run MODEL: generate text
 int cmd_convert(int argc, char** argv);  // convert llama2c CKPT.bin --tokenizer TOK.bin -o DIR
 int cmd_maps(int argc, char** argv);     // maps MODEL: attention maps as HTML (+ PNGs)
 int cmd_heads(int argc, char** argv);    // heads MODEL: head roles and ablation
+int cmd_tokenize(int argc, char** argv); // tokenize MODEL --text TEXT: token ids
 
 }  // namespace headwise::tools

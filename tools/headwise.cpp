@@ -24,6 +24,7 @@ const Command kCommands[] = {
      "attention maps of a prompt as one self-contained HTML page (and PNGs)"},
     {"heads", headwise::tools::cmd_heads,
      "what each attention head does: previous-token/sink/local/induction scores, ablation"},
+    {"tokenize", headwise::tools::cmd_tokenize, "the token ids of a text with a model's own tokenizer"},
 };
 
 void usage(std::FILE* f) {

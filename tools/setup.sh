@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # (oneDNN's CMake package looks for OpenCL: ocl-icd-opencl-dev and opencl-c-headers)
 packages=(g++ cmake make libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libxsimd-dev
           nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev libgtest-dev
-          libgmock-dev libbenchmark-dev)
+          libgmock-dev libbenchmark-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(python3 python3-numpy python3-torch libopenblas0-pthread chromium pkg-config
              clang-14 libfuzzer-14-dev libclang-rt-14-dev)

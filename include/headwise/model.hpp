@@ -41,6 +41,12 @@ struct ModelInfo {
   int64_t activation_floats_per_row = 0;  // the memory plan's arena, per token of a step
   size_t kv_bytes_per_token = 0;     // KV cache bytes per position (all layers), f32 cache;
                                      // a session's own: Session::kv_bytes_per_token()
+  // GGUF / Hugging Face checkpoints: the architecture ("llama", "qwen3", ...; empty for
+  // descriptions and llama2.c), the ids that end generation (empty: llama2.c's rule,
+  // BOS ends the text), and generation_config.json's sampling defaults (< 0: none).
+  std::string architecture;
+  std::vector<int32_t> eos_ids;
+  float default_temperature = -1, default_top_p = -1;
 };
 
 struct ModelOptions {
@@ -100,9 +106,9 @@ class Session;
 
 class Model : public std::enable_shared_from_this<Model> {
  public:
-  // `path`: a model description (model.json), a folder holding model.json, or a
-  // llama2.c checkpoint (*.bin, with options.tokenizer). Every error names the file and
-  // the tensor or field at fault.
+  // `path`: a model description (model.json), a folder holding model.json, a GGUF file,
+  // a Hugging Face folder (config.json + safetensors), or a llama2.c checkpoint (*.bin,
+  // with options.tokenizer). Every error names the file and the tensor or field at fault.
   static Status load(const std::string& path, const ModelOptions& options,
                      std::shared_ptr<const Model>* out);
   ~Model();
@@ -125,6 +131,8 @@ class Model : public std::enable_shared_from_this<Model> {
 
  private:
   Model() = default;
+  static Status load_checkpoint(const std::string& path, bool gguf, const ModelOptions& options,
+                                std::shared_ptr<const Model>* out);
   friend struct ModelBuilder;
   ModelInfo info_;
   std::unique_ptr<graph::Plan> plan_;

@@ -1,0 +1,24 @@
+// libFuzzer target for the GGUF reader: any bytes must parse or fail with a Status,
+// never crash, read out of bounds or allocate beyond what the input could describe.
+// On success every metadata value and tensor is walked so lazily read fields are
+// touched too.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "formats/gguf.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::unique_ptr<headwise::formats::GgufFile> f;
+  if (!headwise::formats::GgufFile::parse(data, size, "fuzz.gguf", &f).ok()) return 0;
+  volatile double sink = 0;
+  for (const auto& [key, v] : f->metadata()) {
+    sink = sink + static_cast<double>(key.size()) + v.type_str().size();
+    if (v.is_numeric_array())
+      for (uint64_t i = 0; i < v.count; ++i) sink = sink + v.float_at(i) + static_cast<double>(v.int_at(i));
+    for (auto s : v.strings) sink = sink + (s.empty() ? 0 : s[0]);
+  }
+  for (const auto& t : f->tensors())
+    if (t.nbytes) sink = sink + t.data[0] + t.data[t.nbytes - 1];
+  return 0;
+}

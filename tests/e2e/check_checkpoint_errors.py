@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Broken GGUF files and Hugging Face folders: `headwise run` must exit 1 with a message
+naming the file and the culprit (never crash, never run).
+
+Starts from arch_models.py's Llama (one safetensors file) and Llama 3 (three shards)
+checkpoints, and their GGUF conversions; the unbroken ones must run (exit 0), so each
+failure is caused by the one thing its case breaks.
+"""
+import json
+import os
+import shutil
+import struct
+import sys
+
+import arch_common
+import e2e_common as common
+
+RUN_ARGS = ["--tokens", "1,2,3", "-n", 3, "--temp", 0, "--threads", 1]
+
+
+def patch(src, dst, edit):
+    with open(src, "rb") as f:
+        b = bytearray(f.read())
+    edit(b)
+    with open(dst, "wb") as f:
+        f.write(b)
+    return dst
+
+
+def tensor_type_at(b, name):
+    """Offset of the ggml type field of tensor `name`'s info (2-D tensors)."""
+    key = struct.pack("<Q", len(name)) + name.encode()
+    i = b.find(key)
+    assert i >= 0, name
+    return i + len(key) + 4 + 2 * 8
+
+
+def main():
+    args = arch_common.parse_args(__doc__)
+    common.require_numpy()
+    import arch_models
+    models = arch_common.make_models(args, ["llama", "llama3"])
+    hf, gguf = models["llama"]
+    hf3, _ = models["llama3"]
+    w = args.workdir
+    cases = []
+
+    for good in (hf, gguf, hf3):
+        common.run_cli(args.headwise, ["run", good] + RUN_ARGS)
+
+    with open(gguf, "rb") as f:
+        size = len(f.read())
+    cases.append(("truncated GGUF", patch(gguf, os.path.join(w, "truncated.gguf"), lambda b: b.__delitem__(slice(size // 2, None))),
+                  ["truncated.gguf", "outside the file"]))
+    cases.append(("wrong magic", patch(gguf, os.path.join(w, "magic.gguf"), lambda b: b.__setitem__(slice(0, 4), b"GGML")),
+                  ["magic.gguf", "not a GGUF file"]))
+
+    def arch(b):
+        i = b.find(b"general.architecture")
+        j = b.find(b"llama", i + 20)
+        b[j:j + 5] = b"bloom"
+    cases.append(("unknown GGUF architecture", patch(gguf, os.path.join(w, "arch.gguf"), arch),
+                  ["arch.gguf", "'bloom'", "llama", "qwen3", "gpt2"]))
+
+    def q8(b):
+        struct.pack_into("<I", b, tensor_type_at(b, "blk.1.ffn_up.weight"), 8)  # Q8_0
+    cases.append(("unsupported tensor type", patch(gguf, os.path.join(w, "q8.gguf"), q8),
+                  ["q8.gguf", "blk.1.ffn_up.weight", "Q8_0"]))
+
+    def bf(b):
+        struct.pack_into("<I", b, tensor_type_at(b, "blk.0.ffn_down.weight"), 20)  # IQ4_NL
+    cases.append(("unsupported tensor type (IQ4_NL)", patch(gguf, os.path.join(w, "iq4.gguf"), bf),
+                  ["iq4.gguf", "blk.0.ffn_down.weight", "IQ4_NL"]))
+
+    # HF: unknown model_type
+    d = os.path.join(w, "bert-hf")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(hf, d)
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["model_type"] = "bert"
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    cases.append(("unknown HF architecture", d, ["config.json", "'bert'", "qwen2", "mistral"]))
+
+    # HF: a missing shard
+    d = os.path.join(w, "shard-hf")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(hf3, d)
+    os.remove(os.path.join(d, "model-00002-of-00003.safetensors"))
+    cases.append(("missing shard", d, ["model-00002-of-00003.safetensors", "model.safetensors.index.json"]))
+
+    # A tensor of the wrong shape, in both formats (HF folder, then converted).
+    d = os.path.join(w, "shape-hf")
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(hf, d)
+    import numpy as np
+    tensors = [(n, np.concatenate([a, a[:1]]) if n == "model.layers.1.input_layernorm.weight" else a)
+               for n, a in arch_models.read_safetensors(os.path.join(hf, "model.safetensors")).items()]
+    arch_models.write_safetensors(os.path.join(d, "model.safetensors"), tensors)
+    cases.append(("wrong shape (HF)", d, ["model.layers.1.input_layernorm.weight", "[65]", "[64]"]))
+    bad_gguf = os.path.join(w, "shape.gguf")
+    import subprocess
+    subprocess.run([args.make_gguf, d, bad_gguf], check=True)
+    cases.append(("wrong shape (GGUF)", bad_gguf, ["shape.gguf", "blk.1.attn_norm.weight", "[65]", "[64]"]))
+
+    failures = 0
+    for name, model, words in cases:
+        p = common.run_cli(args.headwise, ["run", model] + RUN_ARGS, check=False)
+        err = p.stderr.decode(errors="replace").strip()
+        missing = [x for x in words if x not in err]
+        ok = p.returncode == 1 and not missing
+        print(f"{'PASS' if ok else 'FAIL'} {name}: exit {p.returncode}: {err}")
+        if missing:
+            print(f"     missing from the message: {missing}")
+        failures += not ok
+    if failures:
+        common.fail(f"{failures} case(s) failed")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
