@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "headwise/attention.hpp"
-#include "headwise/peak.hpp"
+#include "bench/probe/peak.hpp"
 #include "kernels/dispatch.hpp"
 #include "tools/random_tensor.hpp"
 

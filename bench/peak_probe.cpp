@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "headwise/peak.hpp"
+#include "bench/probe/peak.hpp"
 #include "tools/args.hpp"
 
 namespace {

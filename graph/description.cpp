@@ -2,6 +2,8 @@
 // and the field: "model.json: block[3] (linear): field 'weight' must be a string".
 #include "graph/description.hpp"
 
+#include "kernels/attention/attention.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -111,8 +113,9 @@ class Parser {
     if (s->n_heads % s->n_kv_heads != 0)
       return fail("settings", "n_heads (" + std::to_string(s->n_heads) +
                                   ") is not divisible by n_kv_heads (" + std::to_string(s->n_kv_heads) + ")");
-    if (s->head_dim > 256)
-      return fail("settings", "head_dim " + std::to_string(s->head_dim) + " is above the supported 256");
+    if (s->head_dim > kernels::kMaxHeadDim)
+      return fail("settings", "head_dim " + std::to_string(s->head_dim) + " is above the supported " +
+                                  std::to_string(kernels::kMaxHeadDim) + " (kernels/attention/attention.hpp says why)");
     HW_RETURN_IF_ERROR(number(o, "settings", "norm_eps", &s->norm_eps));
     if (!(s->norm_eps > 0.0f)) return fail("settings", "field 'norm_eps' must be > 0");
     HW_RETURN_IF_ERROR(number(o, "settings", "rope_theta", &s->rope_theta));

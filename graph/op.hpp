@@ -9,7 +9,7 @@
 
 namespace headwise::graph {
 
-// X(enum name, JSON name, number of inputs, number of weights it may take)
+// X(enum name, JSON name, number of inputs)
 #define HW_OPS(X)                                                                 \
   X(embedding, "embedding", 1)         /* tokens → rows of the weight table */    \
   X(pos_embedding, "pos_embedding", 1) /* x + learned position rows */            \

@@ -1,16 +1,93 @@
 #include "graph/plan.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <sstream>
+
 #include "graph/rope_scaling.hpp"
+#include "kernels/elementwise/elementwise.hpp"
 
 namespace headwise::graph {
 
+int resolve_threads(int threads) {
+  if (omp_in_parallel()) return 1;  // never nest parallel regions
+  return threads > 0 ? threads : omp_get_max_threads();
+}
+
+size_t Plan::linear_scratch_bytes(int rows) const {
+  size_t most = 0;
+  for (const auto& outs : linears)
+    for (const auto& p : outs) most = std::max(most, p->scratch_bytes(rows));
+  return most;
+}
+
+std::string Plan::describe(int rows, int threads) const {
+  std::ostringstream o;
+  const int nt = resolve_threads(threads);
+  o << "plan: isa " << kernels::isa_name(isa) << ", " << graph.nodes.size() << " nodes, "
+    << nt << " thread(s) per step (threads " << threads << "), steps of up to " << rows
+    << " row(s), row classes " << Projection::kMinClassRows << ".." << Projection::kMaxClassRows
+    << " (powers of two) for oneDNN\n";
+  o << "  attention kernel " << attn->name << " (q_tile " << attn->q_tile << ", kv_tile "
+    << attn->kv_tile << "), decode path when q_len·4 <= q_tile; 16-bit KV caches: "
+    << attn_kv[1]->name << ", " << attn_kv[2]->name << "\n";
+  o << "  scratch per session: projections " << linear_scratch_bytes(rows) << " B for " << rows
+    << " rows, 1 row " << linear_scratch_bytes(1) << " B\n";
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    o << "  [" << i << "] " << op_name(n.op) << "  " << n.where;
+    switch (n.op) {
+      case OpKind::linear:
+      case OpKind::logits:
+        o << "  K " << n.K << " N " << n.N;
+        for (const auto& p : linears[i])
+          o << "\n        " << p->N() << " out, " << kernels::weight_type_name(p->type()) << ": "
+            << rows << " rows → " << p->implementation(rows) << "; 1 row → " << p->implementation(1);
+        break;
+      case OpKind::attention: {
+        kernels::AttnProblem p;
+        p.q_len = rows;
+        p.kv_len = rows;
+        p.q_heads = n.heads;
+        p.kv_heads = n.kv_heads;
+        p.head_dim = n.head_dim;
+        p.causal = n.causal;
+        const kernels::AttnPlan pre = kernels::plan_attention(*attn, p, nt);
+        p.q_len = 1;
+        const kernels::AttnPlan dec = kernels::plan_attention(*attn, p, nt);
+        o << "  heads " << n.heads << "/" << n.kv_heads << " d " << n.head_dim
+          << (n.causal ? " causal" : "") << "; prefill of " << rows << ": "
+          << (pre.path == kernels::AttnPath::decode ? "split-KV" : "query tiles") << " on "
+          << pre.threads << " thread(s), scratch " << pre.workspace_floats() * 4
+          << " B; decode at " << rows << " keys: " << dec.kv_chunks << " key chunk(s) on "
+          << dec.threads << " thread(s)";
+        break;
+      }
+      default:
+        break;
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
 Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
+  if (!kernels::isa_env_error().empty()) return unsupported(kernels::isa_env_error());
   auto plan = std::make_unique<Plan>();
   plan->graph = std::move(graph);
+  plan->isa = kernels::active_isa();
+  for (KvType t : {KvType::f32, KvType::f16, KvType::bf16})
+    plan->attn_kv[static_cast<int>(t)] = &kernels::attn_kernel(plan->isa, t);
+  plan->attn = plan->attn_kv[static_cast<int>(KvType::f32)];
   const Graph& g = plan->graph;
   plan->linears.resize(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
+    // Every loader's graph passes here: the kernels' head_dim limit is checked once.
+    if (n.op == OpKind::attention && (n.head_dim < 1 || n.head_dim > kernels::kMaxHeadDim))
+      return unsupported(n.where + ": head_dim " + std::to_string(n.head_dim) + " is outside the supported 1.." +
+                         std::to_string(kernels::kMaxHeadDim) + " (kernels/attention/attention.hpp says why)");
     if (n.op != OpKind::linear && n.op != OpKind::logits) continue;
     // Element (k, col) of the logical K×N weight: [N][K] storage (out_in) has it at
     // col·K + k; [K][N] storage (in_out) at k·N + col.
@@ -19,12 +96,12 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
     std::vector<int> widths = n.split.empty() ? std::vector<int>{n.N} : n.split;
     int col = 0;
     for (int w : widths) {
-      std::unique_ptr<kernels::PackedLinear> pl;
-      const Status s = kernels::PackedLinear::create(n.w + col * sn, n.K, w, sk, sn,
-                                                     n.b ? n.b + col : nullptr, &pl);
+      std::unique_ptr<Projection> p;
+      const Status s = Projection::create_f32(n.w + col * sn, n.K, w, sk, sn,
+                                              n.b ? n.b + col : nullptr, plan->isa, &p);
       if (!s.ok()) return Status(s.code(), n.where + ": " + s.message());
-      plan->packed_weight_bytes += pl->weight_bytes();
-      plan->linears[i].push_back(std::move(pl));
+      plan->packed_weight_bytes += p->weight_bytes();
+      plan->linears[i].push_back(std::move(p));
       col += w;
     }
   }

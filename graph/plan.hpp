@@ -1,22 +1,43 @@
-// The executable plan: a checked graph plus everything derived from it once, at load —
-// weights reordered for oneDNN, RoPE tables, the activation memory plan. Immutable
-// after creation and shared by every session of the model.
+// The executable plan: a checked graph plus every decision derived from it once, at
+// load, so that running a step is a plain loop over the nodes:
+//   - the ISA (detected once, capped by HEADWISE_ISA; an unusable value fails the load),
+//   - per linear/logits node: its Projections (weights packed, the registry kernel for
+//     few rows, oneDNN primitives for a fixed set of row classes),
+//   - the attention kernel and its tiles (kernels/attention/attention.inc),
+//   - RoPE tables, the activation memory plan (graph.arena_cols), KV-cache geometry,
+//   - the thread policy (below).
+// Immutable after creation and shared by every session of the model.
+//
+// Thread policy: a step runs on the session's `threads` OpenMP threads, where 0 means
+// omp_get_max_threads() of the calling thread (all cores unless the application or
+// OMP_NUM_THREADS says otherwise), resolved once per step; inside an OpenMP parallel
+// region a step runs on the calling thread only. Nothing changes the caller's OpenMP
+// settings (oneDNN's setting is scoped to each GEMM, see projection.hpp).
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/graph.hpp"
-#include "kernels/matmul/linear.hpp"
+#include "graph/projection.hpp"
+#include "kernels/attention/attention.hpp"
+#include "kernels/dispatch.hpp"
 
 namespace headwise::graph {
 
 struct Plan {
   Graph graph;
-  // For linear/logits node i: one packed weight per output (a multi-output linear is
-  // split into one GEMM per output, so each writes straight to its destination, e.g. the
-  // KV cache). Empty for other nodes.
-  std::vector<std::vector<std::unique_ptr<kernels::PackedLinear>>> linears;
+  kernels::Isa isa = kernels::Isa::scalar;
+  const kernels::AttnKernel* attn = nullptr;  // the attention kernel of `isa` (f32 K/V)
+  // The attention kernels of `isa` for each KV-cache element type, indexed by KvType (a
+  // session's cache type picks one; attn is attn_kv[f32]).
+  const kernels::AttnKernel* attn_kv[3] = {};
+  const kernels::AttnKernel& attn_for(KvType t) const { return *attn_kv[static_cast<int>(t)]; }
+  // For linear/logits node i: one projection per output (a multi-output linear is split
+  // into one GEMM per output, so each writes straight to its destination, e.g. the KV
+  // cache). Empty for other nodes.
+  std::vector<std::vector<std::unique_ptr<Projection>>> linears;
   std::vector<float> rope_cos, rope_sin;  // (max_seq_len, head_dim/2)
   size_t packed_weight_bytes = 0;
 
@@ -25,8 +46,20 @@ struct Plan {
   // projections write into the cache with the row stride of a plain [M][N] output
   // (oneDNN 2.6 falls back to its reference matmul for any other output stride).
   int kv_width() const { return graph.settings.n_kv_heads * graph.settings.head_dim; }
+
+  // Scratch any projection needs for a step of `rows` rows (the session owns it).
+  size_t linear_scratch_bytes(int rows) const;
+
+  // The plan, one line per node (kernel, tiles, row classes), for a session stepping
+  // `rows` rows at a time on `threads` threads: what `headwise run --verbose` prints.
+  std::string describe(int rows, int threads) const;
 };
 
+// Resolves a thread count by the plan's thread policy (see above).
+int resolve_threads(int threads);
+
+// Builds the plan on the active ISA (kernels::active_isa()). Fails when HEADWISE_ISA
+// cannot be honoured, naming the value and what the CPU supports.
 Status build_plan(Graph graph, std::unique_ptr<Plan>* out);
 
 }  // namespace headwise::graph

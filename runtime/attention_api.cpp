@@ -27,8 +27,9 @@ Status validate(const AttentionParams& a, const AttnInput& q, const AttnKvInput&
   if (a.q_heads % a.kv_heads != 0)
     return invalid_argument("attention: q_heads (" + std::to_string(a.q_heads) +
                             ") is not a multiple of kv_heads (" + std::to_string(a.kv_heads) + ")");
-  if (a.head_dim < 1 || a.head_dim > 256)
-    return invalid_argument("attention: head_dim must be in 1..256, got " + std::to_string(a.head_dim));
+  if (a.head_dim < 1 || a.head_dim > kernels::kMaxHeadDim)
+    return invalid_argument("attention: head_dim must be in 1.." + std::to_string(kernels::kMaxHeadDim) +
+                            ", got " + std::to_string(a.head_dim));
   if (a.causal && a.q_len > a.kv_len)
     return invalid_argument("attention: causal attention needs q_len <= kv_len, got q_len " +
                             std::to_string(a.q_len) + " > kv_len " + std::to_string(a.kv_len));

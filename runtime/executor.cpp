@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "headwise/attention.hpp"
 #include "kernels/convert/kv_convert.hpp"
 #include "kernels/elementwise/elementwise.hpp"
 
@@ -29,7 +28,8 @@ struct View {
 
 class Run {
  public:
-  Run(const graph::Plan& plan, const Step& s) : plan_(plan), g_(plan.graph), s_(s) {}
+  Run(const graph::Plan& plan, const Step& s)
+      : plan_(plan), g_(plan.graph), s_(s), threads_(graph::resolve_threads(s.threads)) {}
 
   // Where a value lives in this step. A value bound to a KV-cache slot lives in the
   // session's fp32 cache (at this step's positions) when the step has one sequence; with
@@ -50,7 +50,7 @@ class Run {
 
   Status node(int i) {
     const Node& n = g_.nodes[i];
-    const int M = s_.M, th = s_.threads;
+    const int M = s_.M, th = threads_;
     switch (n.op) {
       case OpKind::embedding:
         kernels::embedding(n.w, static_cast<int>(n.w_cols), s_.tokens, at(n.out[0]).out(), M, th);
@@ -174,9 +174,9 @@ class Run {
     // Several sequences (batched decode): one sequence per thread, each on its own
     // cache, rather than every sequence split over all threads — one parallel region
     // per node instead of one per sequence, and no merge of split keys for short ones.
-    if (nseq > 1 && !hook && s_.threads != 1) {
+    if (nseq > 1 && !hook && threads_ > 1) {
       Status first;
-      const int nt = std::min(nseq, s_.threads > 0 ? s_.threads : omp_get_max_threads());
+      const int nt = std::min(nseq, threads_);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
       for (int i = 0; i < nseq; ++i) {
         const Status st = sequence_attention(n, s_.seqs[i], 1);
@@ -187,7 +187,7 @@ class Run {
       }
       return first;
     }
-    for (const StepSeq& sq : s_.seqs) HW_RETURN_IF_ERROR(sequence_attention(n, sq, s_.threads));
+    for (const StepSeq& sq : s_.seqs) HW_RETURN_IF_ERROR(sequence_attention(n, sq, threads_));
     return Status::Ok();
   }
 
@@ -206,23 +206,27 @@ class Run {
         kernels::store_kv(kt, v.p + (sq.row0 + r) * v.stride, vc + (sq.pos0 + r) * row_bytes, kvw);
       }
     }
-    AttentionParams a;
-    a.batch = 1;
-    a.q_len = sq.rows;
-    a.kv_len = sq.pos0 + sq.rows;
-    a.q_heads = n.heads;
-    a.kv_heads = n.kv_heads;
-    a.head_dim = n.head_dim;
-    a.causal = n.causal;
-    a.scale = n.scale;
-    a.threads = threads;
-    a.kv_type = kt;
-    const AttnInput qi{q.p + sq.row0 * q.stride, 0, q.stride, n.head_dim};
-    const AttnKvInput ki{kc, 0, kvw, n.head_dim};
-    const AttnKvInput vi{vc, 0, kvw, n.head_dim};
-    const AttnOutput oo{o.p + sq.row0 * o.stride, 0, o.stride, n.head_dim};
-    const Status st = headwise::attention(a, qi, ki, vi, oo);
-    if (!st.ok()) return Status(st.code(), n.where + ": " + st.message());
+    // The graph checked the shapes when it was built; the plan chose the kernel.
+    kernels::AttnProblem p;
+    p.q = {q.p + sq.row0 * q.stride, 0, q.stride, n.head_dim};
+    p.k = {kc, 0, kvw, n.head_dim};
+    p.v = {vc, 0, kvw, n.head_dim};
+    p.o = {o.p + sq.row0 * o.stride, 0, o.stride, n.head_dim};
+    p.q_len = sq.rows;
+    p.kv_len = sq.pos0 + sq.rows;
+    p.q_heads = n.heads;
+    p.kv_heads = n.kv_heads;
+    p.head_dim = n.head_dim;
+    p.causal = n.causal;
+    p.scale = n.scale > 0 ? n.scale : 1.0f / std::sqrt(float(n.head_dim));
+    p.kv_type = kt;
+    const kernels::AttnKernel& kern = plan_.attn_for(kt);
+    const kernels::AttnPlan ap = kernels::plan_attention(kern, p, threads);
+    float* ws = sq.buf->attention_workspace(ap.workspace_floats());
+    if (!ws)
+      return Status(StatusCode::internal, n.where + ": out of memory for the attention workspace (" +
+                                              std::to_string(ap.workspace_floats() * 4) + " bytes)");
+    kernels::run_attention(kern, p, ap, ws);
     if (s_.hook && *s_.hook) {
       AttentionTap tap;
       tap.layer = n.layer;
@@ -232,15 +236,15 @@ class Run {
       tap.kv_heads = n.kv_heads;
       tap.head_dim = n.head_dim;
       tap.causal = n.causal;
-      tap.scale = n.scale > 0 ? n.scale : 1.0f / std::sqrt(float(n.head_dim));
-      tap.q = qi.data;
+      tap.scale = p.scale;
+      tap.q = p.q.data;
       tap.q_stride = q.stride;
       if (kt == KvType::f32) {
         tap.k = reinterpret_cast<const float*>(kc);
         tap.v = reinterpret_cast<const float*>(vc);
       } else {  // analysis only: hand the hook the cache widened to fp32 (exact)
         thread_local std::vector<float> kw, vw;
-        const size_t nel = size_t(a.kv_len) * kvw;
+        const size_t nel = size_t(p.kv_len) * kvw;
         kw.resize(nel);
         vw.resize(nel);
         kernels::load_kv(kt, kc, kw.data(), int64_t(nel));
@@ -249,8 +253,8 @@ class Run {
         tap.v = vw.data();
       }
       tap.kv_stride = kvw;
-      tap.kv_len = a.kv_len;
-      tap.out = oo.data;
+      tap.kv_len = p.kv_len;
+      tap.out = p.o.data;
       tap.out_stride = o.stride;
       (*s_.hook)(tap);
     }
@@ -289,6 +293,7 @@ class Run {
   const graph::Plan& plan_;
   const graph::Graph& g_;
   const Step& s_;
+  const int threads_;  // resolved once for the step
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Running the plan over one step: the rows of one prompt chunk of one session, or one
-// token of each of several sessions (batched decode). One switch on the op, no default:
-// the compiler lists any op the executor forgot.
+// token of each of several sessions (batched decode). A plain loop over the plan's
+// nodes, one switch on the op (no default: the compiler lists any op the executor
+// forgot), calling the kernels the plan chose with session-owned memory. Nothing is
+// decided here that the plan already decided.
 #pragma once
 
 #include <vector>
@@ -25,8 +27,8 @@ struct Step {
   float* arena = nullptr;      // plan.graph.arena_cols · M floats
   float* logits = nullptr;     // (logit rows, vocab)
   bool all_logits = false;     // logits for every row (else: the last row of each sequence)
-  int threads = 0;
-  kernels::LinearScratch* scratch = nullptr;
+  int threads = 0;              // the session's setting (see graph::resolve_threads)
+  void* scratch = nullptr;      // plan.linear_scratch_bytes(M) bytes, 64-byte aligned
   // profiling (null: off)
   std::vector<OpTiming>* timings = nullptr;
   std::vector<TraceEvent>* trace = nullptr;

@@ -71,7 +71,7 @@ Status Session::prefill(const int32_t* tokens, int n) {
     step.logits = buf_->logits.data();
     step.all_logits = all_logits_on_;
     step.threads = threads_;
-    step.scratch = &buf_->scratch;
+    step.scratch = buf_->linear_scratch.data();  // sized for max_chunk rows at open
     step.timings = profile_ ? &timings_ : nullptr;
     step.trace = profile_ ? &trace_ : nullptr;
     step.hook = hook_ ? &hook_ : nullptr;
@@ -109,12 +109,14 @@ Status Session::decode_batch(Session* const* sessions, const int32_t* tokens, in
 
   const graph::Plan& plan = model->plan();
   const int vocab = model->info().vocab_size;
-  // Scratch for the batched rows, owned by the calling thread and reused.
-  thread_local AlignedFloats arena, logits;
-  thread_local std::vector<int32_t> pos;
-  if (!arena.resize(size_t(plan.graph.arena_cols) * n) || !logits.resize(size_t(n) * vocab))
-    return Status(StatusCode::internal, "decode_batch: out of memory");
-  pos.resize(n);
+  // The batched rows use the first session's memory, grown to n rows if need be (its
+  // arena and logits hold nothing between steps).
+  SessionBuffers& lb = *sessions[0]->buf_;
+  if (!lb.arena.resize(size_t(plan.graph.arena_cols) * n) || !lb.logits.resize(size_t(n) * vocab))
+    return Status(StatusCode::internal, "decode_batch: out of memory for " + std::to_string(n) + " rows");
+  if (lb.pos.size() < size_t(n)) lb.pos.resize(n);
+  int32_t* pos = lb.pos.data();
+  float* logits = lb.logits.data();
   Session* lead = sessions[0];
   Step step;
   step.M = n;
@@ -123,18 +125,19 @@ Status Session::decode_batch(Session* const* sessions, const int32_t* tokens, in
     pos[i] = sessions[i]->pos_;
     step.seqs.push_back(StepSeq{sessions[i], sessions[i]->buf_.get(), i, 1, sessions[i]->pos_});
   }
-  step.pos = pos.data();
-  step.arena = arena.data();
-  step.logits = logits.data();
+  step.pos = pos;
+  step.arena = lb.arena.data();
+  step.logits = logits;
   step.threads = threads ? threads : lead->threads_;
-  step.scratch = &lead->buf_->scratch;
+  step.scratch = lead->buf_->linear_scratch_for(plan, n);
+  if (!step.scratch) return Status(StatusCode::internal, "decode_batch: out of memory");
   if (lead->profile_ && lead->timings_.empty()) init_timings(plan, &lead->timings_);
   step.timings = lead->profile_ ? &lead->timings_ : nullptr;
   step.trace = lead->profile_ ? &lead->trace_ : nullptr;
   HW_RETURN_IF_ERROR(execute(plan, step));
   for (int i = 0; i < n; ++i) {
     Session* s = sessions[i];
-    std::memcpy(s->buf_->logits.data(), logits.data() + size_t(i) * vocab, vocab * sizeof(float));
+    if (i > 0) std::memcpy(s->buf_->logits.data(), logits + size_t(i) * vocab, vocab * sizeof(float));
     s->last_logits_row_ = 0;
     s->pos_ += 1;
   }

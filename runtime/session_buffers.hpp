@@ -1,6 +1,8 @@
-// The memory a session owns, allocated once when it opens: the KV cache (up to its
-// context), the activation arena (the plan's memory plan × rows per pass), the logits
-// and the oneDNN scratchpad.
+// The memory a session owns, allocated when it opens: the KV cache (up to its context),
+// the activation arena (the plan's memory plan × rows per pass), the logits, the
+// projections' scratch (oneDNN scratchpad, staging) and the attention workspace. The
+// last two grow only to what a step of the session's own size needs (rows per pass,
+// threads), never with the number of distinct prompt lengths.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +12,6 @@
 #include "graph/plan.hpp"
 #include "headwise/kv_type.hpp"
 #include "headwise/status.hpp"
-#include "kernels/matmul/linear.hpp"
 
 namespace headwise {
 
@@ -36,10 +37,21 @@ struct SessionBuffers {
   AlignedFloats arena;   // (arena_cols · max_chunk): group g at offset_g · rows
   AlignedFloats logits;  // (max_chunk if all_logits else 1, vocab)
   std::vector<int32_t> pos;  // (max_chunk,) position of each row of a step
-  kernels::LinearScratch scratch;
+  AlignedFloats linear_scratch;  // plan.linear_scratch_bytes(rows per step)
+  AlignedFloats attn_workspace;  // kernels::AttnPlan::workspace_floats() of the largest step
   int max_context = 0;
   KvType kv_type = KvType::f32;
   size_t kv_bytes = 0;   // bytes of the cache in use
+
+  // Scratch for the projections of a step of `rows` rows (grows when a batched decode
+  // has more rows than a prefill pass); null when out of memory.
+  void* linear_scratch_for(const graph::Plan& plan, int rows) {
+    const size_t floats = (plan.linear_scratch_bytes(rows) + sizeof(float) - 1) / sizeof(float);
+    return linear_scratch.resize(floats ? floats : 16) ? linear_scratch.data() : nullptr;
+  }
+  float* attention_workspace(size_t floats) {
+    return attn_workspace.resize(floats ? floats : 16) ? attn_workspace.data() : nullptr;
+  }
 
   static Status create(const graph::Plan& plan, int max_context, int max_chunk,
                        bool all_logits, KvType kv_type, std::unique_ptr<SessionBuffers>* out);

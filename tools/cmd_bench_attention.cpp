@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "headwise/attention.hpp"
-#include "headwise/peak.hpp"
+#include "bench/probe/peak.hpp"
 #include "kernels/convert/kv_convert.hpp"
 #include "kernels/dispatch.hpp"
 #include "tools/args.hpp"

@@ -37,7 +37,7 @@
 
 #include "headwise/attention.hpp"
 #include "headwise/model.hpp"
-#include "headwise/peak.hpp"
+#include "bench/probe/peak.hpp"
 #include "tools/args.hpp"
 #include "tools/process_stats.hpp"
 

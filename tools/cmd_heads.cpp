@@ -1,11 +1,11 @@
 // headwise heads — what every attention head does: previous-token, sink, local,
-// entropy and induction scores with a dominant role (runtime/head_roles.hpp has the
+// entropy and induction scores with a dominant role (headwise/analysis/head_roles.hpp has the
 // definitions), and with --text the loss increase when a head or a layer is zeroed.
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-#include "runtime/head_roles.hpp"
+#include "headwise/analysis/head_roles.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/maps_common.hpp"

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/attention_maps.hpp"
-#include "runtime/head_roles.hpp"
+#include "headwise/analysis/attention_maps.hpp"
+#include "headwise/analysis/head_roles.hpp"
 #include "tools/args.hpp"
 #include "tools/commands.hpp"
 #include "tools/maps_common.hpp"

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/plan.hpp"
 #include "headwise/attention.hpp"
 #include "headwise/model.hpp"
 #include "headwise/sampler.hpp"
@@ -45,7 +46,9 @@ void usage(std::FILE* f) {
       "  --kv-type T      KV cache element type: f32 | f16 | bf16 (default f32)\n"
       "  --logits FILE    write the logits of every prompt position as a [positions][vocab]\n"
       "                   float32 .npy\n"
-      "  --verbose        describe the model and plan on stderr\n",
+      "  --verbose        describe the model and plan on stderr\n"
+      "  --synthetic NAME instead of MODEL: a model with seeded random weights (weights seed 1,\n"
+      "                   as 'headwise bench' and 'headwise serve' use)\n",
       kDefaultModel, kDefaultTokenizer);
 }
 
@@ -89,7 +92,7 @@ int cmd_run(int argc, char** argv) {
   Args a;
   if (!a.parse(argc, argv, {"help", "verbose"},
                {"tokenizer", "prompt", "tokens", "n", "steps", "temp", "top-p", "seed", "threads", "logits",
-                "kv-type"})) {
+                "synthetic", "kv-type"})) {
     std::fprintf(stderr, "headwise run: %s\n", a.error().c_str());
     usage(stderr);
     return 2;
@@ -131,11 +134,20 @@ int cmd_run(int argc, char** argv) {
   std::string model_path = a.positional().empty() ? "" : a.positional()[0];
   ModelOptions mo;
   mo.tokenizer = a.str("tokenizer");
-  if (model_path.empty() && exists(kDefaultModel)) {
+  if (a.has("synthetic")) {
+    if (!model_path.empty()) {
+      std::fprintf(stderr, "headwise run: give MODEL or --synthetic NAME, not both\n");
+      return 2;
+    }
+    Status s = Model::synthetic(a.str("synthetic"), 1, &model);
+    if (!s.ok()) return fail(s);
+  } else if (model_path.empty() && exists(kDefaultModel)) {
     model_path = kDefaultModel;
     if (mo.tokenizer.empty()) mo.tokenizer = kDefaultTokenizer;
   }
-  if (model_path.empty()) {
+  if (model) {
+    // --synthetic: built above
+  } else if (model_path.empty()) {
     std::fprintf(stderr,
                  "headwise run: %s is not here (it comes from ../shared/models, see its README:\n"
                  "  Karpathy's TinyStories stories260K from the llama2.c project).\n"
@@ -202,6 +214,8 @@ int cmd_run(int argc, char** argv) {
 
   // Prompt: one prefill pass over the tokens that fit in `steps` positions.
   const int feed = std::min(n, steps);
+  if (a.has("verbose"))  // what the plan decided, per node, for this prompt's pass
+    std::fputs(model->plan().describe(std::max(1, std::min(feed, 1024)), so.threads).c_str(), stderr);
   const double t0 = now();
   {
     Status s = session->prefill(ids.data(), feed);

@@ -11,5 +11,6 @@ int cmd_convert(int argc, char** argv);  // convert llama2c CKPT.bin --tokenizer
 int cmd_maps(int argc, char** argv);     // maps MODEL: attention maps as HTML (+ PNGs)
 int cmd_heads(int argc, char** argv);    // heads MODEL: head roles and ablation
 int cmd_tokenize(int argc, char** argv); // tokenize MODEL --text TEXT: token ids
+int cmd_serve(int argc, char** argv);    // serve MODEL: OpenAI-compatible HTTP server
 
 }  // namespace headwise::tools

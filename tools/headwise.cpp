@@ -25,6 +25,8 @@ const Command kCommands[] = {
     {"heads", headwise::tools::cmd_heads,
      "what each attention head does: previous-token/sink/local/induction scores, ablation"},
     {"tokenize", headwise::tools::cmd_tokenize, "the token ids of a text with a model's own tokenizer"},
+    {"serve", headwise::tools::cmd_serve,
+     "an OpenAI-compatible HTTP server (completions, chat, streaming) with continuous batching"},
 };
 
 void usage(std::FILE* f) {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/attention_maps.hpp"
-#include "runtime/head_roles.hpp"
+#include "headwise/analysis/attention_maps.hpp"
+#include "headwise/analysis/head_roles.hpp"
 
 namespace headwise::tools {
 

@@ -3,10 +3,11 @@
 // prefill prompts, decode tokens, read logits.
 //
 //   std::shared_ptr<const headwise::Model> model;
-//   HW_CHECK(headwise::Model::load("stories260K/", {}, &model));
+//   headwise::Status st = headwise::Model::load("stories260K/", {}, &model);
+//   if (!st.ok()) { std::fprintf(stderr, "%s\n", st.message().c_str()); return 1; }
 //   std::unique_ptr<headwise::Session> s;
-//   HW_CHECK(model->open_session({}, &s));
-//   HW_CHECK(s->prefill(model->tokenizer()->encode("Once upon a time", true)));
+//   st = model->open_session({}, &s);                                         // check st
+//   st = s->prefill(model->tokenizer()->encode("Once upon a time", true));   // check st
 //   int32_t next = headwise::Sampler(model->info().vocab_size, 0, 1, 0).sample(s->logits());
 //
 // Threads: every call runs on `threads` OpenMP threads of the calling thread (per
@@ -182,7 +183,6 @@ class Session {
 
  private:
   friend class Model;
-  friend struct Executor;
   Session() = default;
   std::shared_ptr<const Model> model_;
   int threads_ = 0, max_context_ = 0, max_chunk_ = 0, pos_ = 0;

@@ -146,7 +146,7 @@ void run_decode(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan,
 
 void run_attention(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan,
                    float* workspace) {
-  assert(p.q_heads % p.kv_heads == 0 && p.head_dim >= 1 && p.head_dim <= 256);
+  assert(p.q_heads % p.kv_heads == 0 && p.head_dim >= 1 && p.head_dim <= kMaxHeadDim);
   assert(!p.causal || p.q_len <= p.kv_len);
   assert(k.kv_type == p.kv_type);
   if (p.batch == 0 || p.q_len == 0) return;

@@ -21,6 +21,14 @@
 
 namespace headwise::kernels {
 
+// The largest head_dim the kernels accept, stated once (the graph and the public API
+// check against it). Why 256: it is the largest head_dim of the models headwise targets
+// (Gemma's 256; Llama/Mistral/Qwen use 64..128), the tests sweep 1..256, and the
+// per-thread prefill scratch, (2·head_dim + kv_tile + 2)·q_tile floats (148 KiB at 256
+// on AVX-512), stays within a core's L2. Nothing in the bodies breaks above it; raising it
+// means re-running the sweep and the benchmarks there.
+constexpr int kMaxHeadDim = 256;
+
 struct Strided {
   const float* data = nullptr;
   int64_t sb = 0, st = 0, sh = 0;  // element strides: batch, position, head
@@ -88,6 +96,20 @@ struct AttnKernel {
 // attention.inc).
 const AttnKernel& attn_kernel(Isa isa, KvType kv_type = KvType::f32);
 
+// The tiles attention.inc states for an ISA, at compile time: the per-ISA translation
+// units instantiate their bodies with these, so the list is the only place they are
+// written (and the tests sweep the edges of whatever it says).
+struct AttnTiles {
+  int q_tile, kv_tile;
+};
+constexpr AttnTiles attn_tiles(Isa isa, KvType kv_type = KvType::f32) {
+#define HW_ATTN_KERNEL(isa_, kv_, prefill, decode, qt, kt) \
+  if (isa == Isa::isa_ && kv_type == KvType::kv_) return {qt, kt};
+#include "kernels/attention/attention.inc"
+#undef HW_ATTN_KERNEL
+  return {0, 0};
+}
+
 // Scratch each thread needs (floats). The kernel bodies lay scratch out the same way.
 //   prefill: Qt (D, QT) | Ot (D, QT) | St (KT, QT) | m, l (QT each)
 //            | 16-bit K/V only: Kt, Vt (KT, D) each, the current tile widened to fp32
@@ -106,7 +128,8 @@ inline size_t decode_scratch_floats(int kv_tile, int rows, int head_dim) {
 
 // ---- the driver --------------------------------------------------------------------
 // Plans the work split for `threads` OpenMP threads (prefill: batch × heads × query
-// tiles, heaviest causal tiles first; decode: batch × kv heads × key chunks, merged).
+// tiles, heaviest causal tiles first; decode: batch × key chunks, every head of a
+// sequence in one task, then a merge of the chunks' partial states).
 struct AttnPlan {
   AttnPath path = AttnPath::prefill;
   int threads = 1;

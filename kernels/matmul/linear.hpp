@@ -1,64 +1,76 @@
-// y(M×N) = x(M×K) · Wᵀ (+ b) through oneDNN's matmul, the one place headwise calls the
-// vendor GEMM. Primitive descriptor vs primitive, oneDNN-style: the weights are
-// reordered ONCE (at model load) into the blocked layout oneDNN prefers for them, and
-// a primitive is created once per (M, row strides) and cached; executing is all that
-// happens per call. Safe to run concurrently from many threads: each call brings its
-// own scratchpad (oneDNN's user scratchpad mode) and the cache is locked.
+// Linear kernels: y(M×N) = x(M×K)·W(K×N) (+ b), fp32 activations, W in one of the
+// weight types of weight_types.inc, one kernel per (weight type, ISA) listed in
+// linear.inc. Pure compute: pointers, shapes and strides in; no allocation, no locks,
+// no exceptions, no change to OpenMP settings. Packing weights, creating oneDNN
+// primitives and choosing a kernel happen once, in the plan (graph/projection.hpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <tuple>
-#include <vector>
 
-#include "headwise/status.hpp"
+#include "kernels/dispatch.hpp"
 
 namespace headwise::kernels {
 
-// Per-caller scratch (grown on demand, reused across calls): oneDNN's scratchpad, and
-// dense staging rows for strided inputs/outputs.
-struct LinearScratch {
-  struct Buffer {
-    std::unique_ptr<char[]> data;
-    size_t size = 0;
-    char* get(size_t n);
-  };
-  Buffer pad, staging;
+enum class WeightType {
+#define HW_WEIGHT_TYPE(name, block_elems, block_bytes) name,
+#include "kernels/matmul/weight_types.inc"
+#undef HW_WEIGHT_TYPE
+  Count
 };
 
-class PackedLinear {
- public:
-  // W is K×N logically; element (k, n) is at w[k·stride_k + n·stride_n] (so a [N][K]
-  // row-major weight, PyTorch's Linear, has stride_k = 1, stride_n = K). bias: N floats
-  // or null. The weights are copied (reordered); w may be released afterwards.
-  static Status create(const float* w, int K, int N, int64_t stride_k, int64_t stride_n,
-                       const float* bias, std::unique_ptr<PackedLinear>* out);
-  ~PackedLinear();
+const char* weight_type_name(WeightType t);
+int weight_block_elems(WeightType t);
+int weight_block_bytes(WeightType t);
 
-  // y = x·W (+ b) for M rows; x rows are ldx floats apart, y rows ldy apart.
-  // `threads` OpenMP threads (0 = all). Returns a Status only for oneDNN failures.
-  Status run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
-             LinearScratch* scratch) const;
-
-  int K() const { return K_; }
-  int N() const { return N_; }
-  size_t weight_bytes() const;
-  // oneDNN's name for the implementation it picked for M rows (for --verbose / tests).
-  std::string implementation(int M) const;
-
- private:
-  struct Impl;
-  struct Prim;
-  PackedLinear() = default;
-  const Prim* primitive(int M, int64_t ldx, int64_t ldy) const;
-  int K_ = 0, N_ = 0;
-  std::unique_ptr<Impl> impl_;
-  mutable std::mutex mu_;
-  mutable std::map<std::tuple<int, int64_t, int64_t>, std::shared_ptr<Prim>> prims_;
+// Packed weights as a kernel sees them. Logical W is K×N (K inputs, N outputs).
+//  f32: oneDNN's blocked layout [N/NB][Kp/KB][KB][NB] — for each block of NB outputs,
+//       all of K in slabs of KB rows of NB consecutive floats ("BA16a64b" when KB = 16,
+//       NB = 64); K padded to Kp and N to whole blocks, with zeros.
+//  other types: as stored in the file, [N][K] rows (PyTorch's Linear / GGUF order),
+//       each row K / block_elems blocks; NB = 1, KB = block_elems, Kp = K,
+//       row_bytes = bytes per output row.
+struct PackedWeights {
+  WeightType type = WeightType::f32;
+  const void* data = nullptr;
+  int K = 0, N = 0;
+  int KB = 0, NB = 0, Kp = 0;
+  int64_t row_bytes = 0;
 };
+
+// y(r, n) = Σ_k x(r, k)·W(k, n) + bias(n), for r < rows and n < N.
+// x rows are ldx floats apart (K floats read), y rows ldy apart; bias: N floats or null.
+// threads: OpenMP threads for this call, ≥ 1 (the caller resolves "0 = default" and
+// passes 1 inside a parallel region). scratch: scratch_bytes(w, rows) bytes, 64-byte
+// aligned, used only during the call.
+using LinearRunFn = void (*)(const PackedWeights& w, const float* bias, const float* x,
+                             int64_t ldx, float* y, int64_t ldy, int rows, int threads,
+                             void* scratch);
+
+// What a kernel file defines (see linear.inc).
+struct LinearKernelImpl {
+  const char* name;  // e.g. "gemv_blocked": the plan prints "<name>:<isa>"
+  // Rows per call the kernel is meant for (the plan hands more rows to oneDNN for f32,
+  // or calls the kernel in passes); 0: any number.
+  int max_rows;
+  bool (*supports)(const PackedWeights& w);  // can it read this packing?
+  size_t (*scratch_bytes)(const PackedWeights& w, int rows);
+  LinearRunFn run;
+};
+
+// One registry line.
+struct LinearKernel {
+  WeightType type;
+  Isa isa;
+  const char* symbol;
+  const LinearKernelImpl* impl;
+};
+
+// The registry, in linear.inc order.
+const LinearKernel* linear_kernels(size_t* count);
+
+// The best kernel of `type` that runs on `isa` (an entry of that ISA or a lower one)
+// and supports `w`; null when there is none.
+const LinearKernel* linear_kernel(const PackedWeights& w, Isa isa);
 
 }  // namespace headwise::kernels

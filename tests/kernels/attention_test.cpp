@@ -41,26 +41,26 @@ TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
 
   int ran = 0;
   for (KvType kv : all_kv_types()) {
-  kernels::attention_reference(data.problem(c.causal, data.ref.data(), kv));
-  for (Isa isa : all_isas()) {
-    if (!kernels::may_use(isa)) {
-      std::cout << "[ SKIPPED  ] " << kernels::isa_name(isa) << ": CPU lacks it\n";
-      continue;
-    }
-    std::vector<AttnPath> paths = {AttnPath::prefill};
-    if (c.Tq <= 64) paths.push_back(AttnPath::decode);
-    for (AttnPath path : paths)
-      for (int threads : {1, 2}) {
-        // The work split does not depend on the element type: 16-bit runs take 2 threads.
-        if (kv != KvType::f32 && threads == 1) continue;
-        std::fill(data.out.begin(), data.out.end(), NAN);
-        run_kernel(isa, data.problem(c.causal, data.out.data(), kv), threads, path);
-        EXPECT_LE(max_abs_diff(data.out, data.ref), tol)
-            << kernels::isa_name(isa) << (path == AttnPath::decode ? " decode" : " prefill")
-            << " threads=" << threads << " kv=" << kv_type_name(kv);
-        ++ran;
+    kernels::attention_reference(data.problem(c.causal, data.ref.data(), kv));
+    for (Isa isa : all_isas()) {
+      if (!kernels::may_use(isa)) {
+        std::cout << "[ SKIPPED  ] " << kernels::isa_name(isa) << ": CPU lacks it\n";
+        continue;
       }
-  }
+      std::vector<AttnPath> paths = {AttnPath::prefill};
+      if (c.Tq <= 64) paths.push_back(AttnPath::decode);
+      for (AttnPath path : paths)
+        for (int threads : {1, 2}) {
+          // The work split does not depend on the element type: 16-bit runs take 2 threads.
+          if (kv != KvType::f32 && threads == 1) continue;
+          std::fill(data.out.begin(), data.out.end(), NAN);
+          run_kernel(isa, data.problem(c.causal, data.out.data(), kv), threads, path);
+          EXPECT_LE(max_abs_diff(data.out, data.ref), tol)
+              << kernels::isa_name(isa) << (path == AttnPath::decode ? " decode" : " prefill")
+              << " threads=" << threads << " kv=" << kv_type_name(kv);
+          ++ran;
+        }
+    }
   }
   EXPECT_GT(ran, 0);
 }
@@ -90,7 +90,26 @@ std::vector<Case> sweep() {
     for (bool causal : {true, false}) cases.push_back({3, T, T, 4, 2, 80, causal, true});
   cases.push_back({3, 1, 1000, 4, 4, 96, true, true});
   cases.push_back({3, 5, 1000, 4, 1, 96, false, true});
-  return cases;
+  // the edges of every tile attention.inc states (AVX2's 48-query tile included), for
+  // prefill and for a chunk of queries against a longer cache
+  for (Isa isa : all_isas()) {
+    const kernels::AttnTiles t = kernels::attn_tiles(isa);
+    for (int T : {t.q_tile - 1, t.q_tile, t.q_tile + 1, 2 * t.q_tile - 1, 2 * t.q_tile + 1,
+                  t.kv_tile - 1, t.kv_tile + 1, 2 * t.kv_tile + 1})
+      if (T >= 1)
+        for (bool causal : {true, false}) {
+          cases.push_back({1, T, T, 2, 1, 64, causal, false});
+          cases.push_back({1, T, T + t.kv_tile + 3, 4, 2, 40, causal, false});
+        }
+  }
+  // one case per shape (the tile lists of different ISAs overlap)
+  std::vector<Case> unique;
+  for (const Case& c : cases) {
+    bool seen = false;
+    for (const Case& u : unique) seen |= name_of(u) == name_of(c);
+    if (!seen) unique.push_back(c);
+  }
+  return unique;
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, AttentionSweep, ::testing::ValuesIn(sweep()),

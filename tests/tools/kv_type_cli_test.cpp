@@ -1,6 +1,6 @@
-// --kv-type on `headwise run`, `headwise bench` and `headwise bench attention`: each type
-// runs and is reported, the 16-bit cache's bytes are half, and a bad value is a clear
-// usage error (exit 2, the message quotes it), never a crash.
+// --kv-type on `headwise run`, `headwise bench`, `headwise bench attention` and
+// `headwise serve`: each type runs and is reported, the 16-bit cache's bytes are half, and
+// a bad value is a clear usage error (exit 2, the message quotes it), never a crash.
 #include <fstream>
 
 #include "tests/tools/run_cli.hpp"
@@ -58,6 +58,13 @@ TEST(KvTypeCli, BenchAttentionReadsHalfTheBytes) {
   const CliResult bad = run_headwise(common + "fp16");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("--kv-type 'fp16'"), std::string::npos) << bad.err;
+}
+
+TEST(KvTypeCli, ServeRejectsABadType) {
+  // checked before the model loads or a port is bound
+  const CliResult bad = run_headwise("serve --synthetic tiny --port 0 --kv-type half");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--kv-type 'half' is not one of f32, f16, bf16"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 
 #include "tests/tools/run_cli.hpp"
 
-#include "runtime/head_roles.hpp"
+#include "headwise/analysis/head_roles.hpp"
 #include "tools/maps_common.hpp"
 
 namespace headwise::test {

@@ -1,10 +1,10 @@
-#include "runtime/head_roles.hpp"
+#include "headwise/analysis/head_roles.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "runtime/attention_maps.hpp"
+#include "headwise/analysis/attention_maps.hpp"
 
 namespace headwise {
 namespace {

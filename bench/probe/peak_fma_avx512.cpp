@@ -1,6 +1,6 @@
 // avx512 probe kernels: FMA throughput and streaming read rate.
-#include "kernels/probe/probe.hpp"
-#include "kernels/probe/probe_impl.hpp"
+#include "bench/probe/probe.hpp"
+#include "bench/probe/probe_impl.hpp"
 
 namespace headwise::kernels {
 

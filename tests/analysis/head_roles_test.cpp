@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "kernels/dispatch.hpp"
-#include "runtime/attention_maps.hpp"
-#include "runtime/head_roles.hpp"
+#include "headwise/analysis/attention_maps.hpp"
+#include "headwise/analysis/head_roles.hpp"
 
 namespace headwise::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/attention_maps.hpp"
+#include "headwise/analysis/attention_maps.hpp"
 
 #include <omp.h>
 

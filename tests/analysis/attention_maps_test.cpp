@@ -14,7 +14,7 @@
 
 #include "headwise/attention.hpp"
 #include "headwise/model.hpp"
-#include "runtime/attention_maps.hpp"
+#include "headwise/analysis/attention_maps.hpp"
 
 namespace headwise::test {
 namespace {

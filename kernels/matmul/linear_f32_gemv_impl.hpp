@@ -1,12 +1,26 @@
-// The small-M blocked GEMV body (see gemv.hpp), templated on the vector vocabulary S and
-// the output block NB; instantiated once per ISA in gemv_f32_<isa>.cpp.
+// The f32 linear kernel for few rows: a blocked GEMV over oneDNN's packed weights,
+// templated on the vector vocabulary S and the output block NB; instantiated once per
+// ISA in linear_f32_<isa>.cpp.
+//
+// For M ≤ kGemvMaxRows rows (one token, or one token of each of a few sequences) a
+// matmul is a pass over the weights: bound by reading them, not by arithmetic. oneDNN
+// 2.6's matmul reads them at about half the machine's bandwidth there, so this kernel
+// streams the SAME packed weights (no second copy) with every load feeding FMAs. The
+// layout is the f32 one of PackedWeights (linear.hpp).
 #pragma once
 
-#include <algorithm>
+#include <omp.h>
 
-#include "kernels/matmul/gemv.hpp"
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/matmul/linear.hpp"
 
 namespace headwise::kernels {
+
+constexpr int kGemvMaxRows = 8;
+
 namespace {
 
 template <class S, int NB>
@@ -22,7 +36,7 @@ struct Gemv {
 
   // R rows at once: R·NV accumulators, each weight slab row loaded once for all R.
   template <int R>
-  static void block(const BlockedWeights& wt, const float* wblk, const float* bias, const float* x,
+  static void block(const PackedWeights& wt, const float* wblk, const float* bias, const float* x,
                     int64_t ldx, float* y, int64_t ldy, int n_valid) {
     V acc[R][NV];
     for (int r = 0; r < R; ++r)
@@ -50,10 +64,12 @@ struct Gemv {
     }
   }
 
-  static void run(const BlockedWeights& wt, const float* bias, const float* x, int64_t ldx,
+  // Output columns [n0, n1), n0 a multiple of NB.
+  static void run(const PackedWeights& wt, const float* bias, const float* x, int64_t ldx,
                   float* y, int64_t ldy, int rows, int n0, int n1) {
+    const float* w = static_cast<const float*>(wt.data);
     for (int nb = n0; nb < n1; nb += NB) {
-      const float* wblk = wt.w + size_t(nb / NB) * wt.Kp * NB;
+      const float* wblk = w + size_t(nb / NB) * wt.Kp * NB;
       const int nv = std::min(NB, wt.N - nb);
       const float* b = bias ? bias + nb : nullptr;
       // Rows in groups small enough to keep every accumulator in registers, and evenly
@@ -81,6 +97,53 @@ struct Gemv {
         r += take;
       }
     }
+  }
+};
+
+// The registry entry for one ISA: the output block widths NBs it was instantiated for.
+template <class S, int... NBs>
+struct GemvF32 {
+  using BlockFn = void (*)(const PackedWeights&, const float*, const float*, int64_t, float*,
+                           int64_t, int, int, int);
+  static BlockFn pick(int NB) {
+    BlockFn f = nullptr;
+    ((NB == NBs ? (f = &Gemv<S, NBs>::run, 0) : 0), ...);
+    return f;
+  }
+  // Weight rows are read with aligned vector loads: the packing must be 64-byte aligned
+  // (oneDNN's memory is).
+  static bool supports(const PackedWeights& w) {
+    return w.type == WeightType::f32 && w.data && reinterpret_cast<uintptr_t>(w.data) % 64 == 0 &&
+           w.Kp >= w.K && pick(w.NB) != nullptr;
+  }
+  // The GEMV reads Kp inputs per row: when K is padded, rows are staged zero padded.
+  static size_t scratch_bytes(const PackedWeights& w, int rows) {
+    return w.Kp != w.K ? size_t(rows) * w.Kp * sizeof(float) : 0;
+  }
+  static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx,
+                  float* y, int64_t ldy, int rows, int threads, void* scratch) {
+    const BlockFn fn = pick(w.NB);
+    if (w.Kp != w.K) {
+      float* xp = static_cast<float*>(scratch);
+      for (int r = 0; r < rows; ++r) {
+        std::memcpy(xp + size_t(r) * w.Kp, x + r * ldx, w.K * sizeof(float));
+        std::fill(xp + size_t(r) * w.Kp + w.K, xp + size_t(r + 1) * w.Kp, 0.0f);
+      }
+      x = xp;
+      ldx = w.Kp;
+    }
+    const int blocks = (w.N + w.NB - 1) / w.NB;
+    const int nt = std::max(1, std::min(threads, blocks));
+    // Contiguous runs of output blocks per thread: each streams its own part of W.
+#pragma omp parallel num_threads(nt)
+    {
+      const int t = omp_get_thread_num(), n = omp_get_num_threads();
+      const int b0 = int(int64_t(blocks) * t / n), b1 = int(int64_t(blocks) * (t + 1) / n);
+      if (b0 < b1) fn(w, bias, x, ldx, y, ldy, rows, b0 * w.NB, std::min(w.N, b1 * w.NB));
+    }
+  }
+  static constexpr LinearKernelImpl impl() {
+    return {"gemv_blocked", kGemvMaxRows, supports, scratch_bytes, run};
   }
 };
 

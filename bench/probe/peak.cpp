@@ -1,5 +1,5 @@
-// Times the probe kernels (kernels/probe/) to measure this machine's limits.
-#include "headwise/peak.hpp"
+// Times the probe kernels (bench/probe/) to measure this machine's limits.
+#include "bench/probe/peak.hpp"
 
 #include <omp.h>
 
@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "kernels/dispatch.hpp"
-#include "kernels/probe/probe.hpp"
+#include "bench/probe/probe.hpp"
 
 namespace headwise {
 namespace {

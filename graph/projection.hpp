@@ -1,0 +1,78 @@
+// One linear projection of the plan, y(M×N) = x(M×K)·W (+ b), with every decision made
+// once, when the plan is built:
+//   - the weights packed (f32: reordered into the blocked layout oneDNN prefers; other
+//     weight types: used as stored),
+//   - the registry kernel (kernels/matmul/linear.inc) for few rows, chosen by weight
+//     type × the plan's ISA × the layout,
+//   - for f32, oneDNN matmul primitives for a FIXED set of row classes (powers of two,
+//     kMinClassRows .. kMaxClassRows): a step of M rows runs as the largest classes that
+//     fit, then the small-row kernel for the rest. Memory does not grow with the number
+//     of distinct prompt lengths (the cache this replaces was keyed on M).
+// run() only executes: no allocation (the caller brings scratch_bytes() of scratch), no
+// locks; safe to call from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headwise/status.hpp"
+#include "kernels/matmul/linear.hpp"
+
+namespace headwise::graph {
+
+class Projection {
+ public:
+  static constexpr int kMinClassRows = 16;    // below: the small-row kernel
+  static constexpr int kMaxClassRows = 1024;  // above: several passes
+
+  // f32 weights: element (k, n) of the logical K×N weight at w[k·stride_k + n·stride_n]
+  // ([N][K] PyTorch Linear storage: stride_k = 1, stride_n = K). bias: N floats or null.
+  // Copied (reordered); w may be released afterwards.
+  static Status create_f32(const float* w, int K, int N, int64_t stride_k, int64_t stride_n,
+                           const float* bias, kernels::Isa isa,
+                           std::unique_ptr<Projection>* out);
+  // Weights of another registry type, as stored: [N][K] rows of `type` blocks. Not
+  // copied: `w` must outlive the projection (it points into the mapped file).
+  static Status create_typed(kernels::WeightType type, const void* w, int K, int N,
+                             const float* bias, kernels::Isa isa,
+                             std::unique_ptr<Projection>* out);
+  ~Projection();
+
+  // y = x·W (+ b) for M rows; x rows ldx floats apart, y rows ldy apart. `threads` ≥ 1
+  // OpenMP threads. `scratch`: scratch_bytes(M) bytes (or more), 64-byte aligned.
+  // oneDNN reads the calling thread's omp max-threads setting, so it is set to `threads`
+  // for the call and restored before returning.
+  Status run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
+             void* scratch) const;
+
+  // Scratch run() needs for up to `rows` rows per call (monotone in rows).
+  size_t scratch_bytes(int rows) const;
+
+  int K() const { return K_; }
+  int N() const { return N_; }
+  size_t weight_bytes() const { return weight_bytes_; }
+  kernels::WeightType type() const { return packed_.type; }
+  // The kernel(s) M rows run on, e.g. "oneDNN:brg:avx512_core×512 + gemv_blocked:avx512×8".
+  std::string implementation(int M) const;
+  // The small-row kernel ("gemv_blocked:avx512"), or "" when oneDNN takes every row.
+  std::string small_kernel() const;
+
+ private:
+  struct Onednn;
+  Projection() = default;
+  // Row counts run() hands to one call, in order: classes, then small-kernel passes.
+  template <class F>
+  void split_rows(int M, F&& f) const;
+
+  int K_ = 0, N_ = 0;
+  size_t weight_bytes_ = 0;
+  kernels::PackedWeights packed_;
+  const float* bias_ = nullptr;            // N floats, or null
+  std::vector<float> bias_copy_;           // typed projections own their bias copy
+  const kernels::LinearKernel* small_ = nullptr;  // registry kernel, or null
+  std::unique_ptr<Onednn> dnn_;            // f32 only
+};
+
+}  // namespace headwise::graph

@@ -1,0 +1,10 @@
+// The scalar f32 linear kernel of the registry (linear.inc): the blocked GEMV of
+// linear_f32_gemv_impl.hpp, for each output block width oneDNN may pick on this ISA.
+#include "kernels/simd/simd_scalar.hpp"
+#include "kernels/matmul/linear_f32_gemv_impl.hpp"
+
+namespace headwise::kernels {
+
+extern const LinearKernelImpl linear_f32__scalar = GemvF32<simd::Scalar, 8, 16, 24, 32, 48, 64>::impl();
+
+}  // namespace headwise::kernels

@@ -1,0 +1,133 @@
+// The continuous-batching scheduler against an independent reference: each job's
+// greedy text equals the same prompt run alone on a fresh session (whole-prompt
+// prefill, one decode at a time), while several jobs share the batch, prompts are
+// prefilled in small chunks across steps and jobs wait in the queue. Also: queue
+// overflow, cancellation and draining free every session.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "headwise/sampler.hpp"
+#include "server/scheduler.hpp"
+
+namespace headwise::server {
+namespace {
+
+std::shared_ptr<const Model> tiny() {
+  static std::shared_ptr<const Model> m = [] {
+    std::shared_ptr<const Model> x;
+    EXPECT_TRUE(Model::synthetic("tiny", 1, &x).ok());
+    return x;
+  }();
+  return m;
+}
+
+// Greedy generation alone: the text and the number of tokens.
+std::pair<std::string, int> alone(const std::vector<int32_t>& prompt, int max_tokens, const std::set<int32_t>& end) {
+  std::unique_ptr<Session> s;
+  SessionOptions so;
+  so.threads = 1;
+  EXPECT_TRUE(tiny()->open_session(so, &s).ok());
+  EXPECT_TRUE(s->prefill(prompt).ok());
+  Sampler greedy(tiny()->info().vocab_size, 0, 1, 1);
+  std::string text;
+  int32_t prev = prompt.back();
+  int n = 0;
+  while (n < max_tokens) {
+    const int32_t t = greedy.sample(s->logits());
+    if (end.count(t)) break;
+    text += tiny()->tokenizer()->piece_bytes(prev, t);
+    ++n;
+    if (n == max_tokens || s->position() >= s->max_context()) break;
+    EXPECT_TRUE(s->decode(t).ok());
+    prev = t;
+  }
+  return {text, n};
+}
+
+std::string collect(Job& j) {
+  std::unique_lock<std::mutex> l(j.mu);
+  j.cv.wait(l, [&] { return j.finished; });
+  std::string text;
+  for (const Chunk& c : j.chunks) text += c.text;
+  return text;
+}
+
+std::shared_ptr<Job> job(const std::string& prompt, int max_tokens) {
+  auto j = std::make_shared<Job>();
+  j->prompt = tiny()->tokenizer()->encode(prompt, true);
+  j->sampling.temperature = 0;
+  j->sampling.max_tokens = max_tokens;
+  return j;
+}
+
+TEST(Scheduler, BatchedAndChunkedEqualsAlone) {
+  Metrics metrics;
+  SchedulerOptions o;
+  o.max_sessions = 3;
+  o.queue = 8;
+  o.threads = 1;
+  o.prefill_chunk = 7;  // prompts of up to ~60 tokens take several steps
+  o.end_tokens = {Tokenizer::kBos, Tokenizer::kEos};
+  Scheduler sched(tiny(), o, &metrics);
+  ASSERT_TRUE(sched.start().ok());
+  std::vector<std::shared_ptr<Job>> jobs;
+  const char* prompts[] = {"a", "hello there", "the quick brown fox jumps over the lazy dog",
+                           "x", "once upon a time in a land far away there lived a cat named bob", "zz top", "ab", "q"};
+  for (int i = 0; i < 8; ++i) {
+    jobs.push_back(job(prompts[i], 5 + 7 * i));
+    ASSERT_EQ(sched.submit(jobs.back()), Scheduler::Admit::ok);
+  }
+  for (int i = 0; i < 8; ++i) {
+    const std::string got = collect(*jobs[i]);
+    const auto [want, n] = alone(jobs[i]->prompt, 5 + 7 * i, o.end_tokens);
+    EXPECT_EQ(got, want) << "job " << i << " '" << prompts[i] << "'";
+    EXPECT_EQ(jobs[i]->completion_tokens, n);
+    EXPECT_FALSE(jobs[i]->error);
+  }
+  EXPECT_EQ(sched.active(), 0);
+  EXPECT_EQ(sched.queued(), 0);
+}
+
+TEST(Scheduler, QueueFullCancelAndDrain) {
+  Metrics metrics;
+  SchedulerOptions o;
+  o.max_sessions = 1;
+  o.queue = 1;
+  o.threads = 1;
+  Scheduler sched(tiny(), o, &metrics);
+  ASSERT_TRUE(sched.start().ok());
+  auto a = job("long one", 1 << 20), b = job("waits", 1 << 20), c = job("refused", 4);
+  ASSERT_EQ(sched.submit(a), Scheduler::Admit::ok);
+  ASSERT_EQ(sched.submit(b), Scheduler::Admit::ok);
+  EXPECT_EQ(sched.submit(c), Scheduler::Admit::queue_full);
+  b->cancelled = true;  // its client left while it waited
+  collect(*b);
+  EXPECT_EQ(b->error.status, 503);
+  a->cancelled = true;  // and this one mid-generation
+  collect(*a);
+  EXPECT_TRUE(a->error);
+  for (int i = 0; i < 200 && sched.active() + sched.queued() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(sched.active(), 0);
+  EXPECT_EQ(sched.queued(), 0);
+  // The context bounds a generation: max_tokens huge ends with "length" when it fills.
+  auto d = job("fills the context", 1 << 20);
+  ASSERT_EQ(sched.submit(d), Scheduler::Admit::ok);
+  collect(*d);
+  EXPECT_TRUE(!d->error && (d->finish_reason == "length" || d->finish_reason == "stop"));
+  if (d->finish_reason == "length") {
+    EXPECT_EQ(d->completion_tokens, tiny()->info().max_seq_len - static_cast<int>(d->prompt.size()) + 1);
+  }
+  // Draining: new work is refused, running work is cancelled at the deadline.
+  auto e = job("runs into the shutdown", 1 << 20);
+  ASSERT_EQ(sched.submit(e), Scheduler::Admit::ok);
+  sched.drain(Clock::now());
+  collect(*e);
+  EXPECT_TRUE(e->error || !e->finish_reason.empty());
+  EXPECT_EQ(sched.submit(job("late", 1)), Scheduler::Admit::shutting_down);
+  EXPECT_EQ(sched.active(), 0);
+}
+
+}  // namespace
+}  // namespace headwise::server

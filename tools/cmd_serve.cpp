@@ -1,0 +1,148 @@
+// headwise serve — an OpenAI-compatible HTTP server for one model (server/). This file
+// only turns the command line into ServeOptions and loads the model.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "headwise/model.hpp"
+#include "server/server.hpp"
+#include "tools/args.hpp"
+#include "tools/commands.hpp"
+
+namespace headwise::tools {
+namespace {
+
+void usage(std::FILE* f) {
+  std::string names;
+  for (const std::string& n : Model::synthetic_names()) names += (names.empty() ? "" : ", ") + n;
+  std::fprintf(f,
+      "usage: headwise serve MODEL|--synthetic NAME [options]\n"
+      "  MODEL                model.json, a folder with model.json, or a llama2.c checkpoint .bin\n"
+      "  --tokenizer FILE     tokenizer.bin (required with a .bin checkpoint)\n"
+      "  --synthetic NAME     a model with seeded random weights instead: %s\n"
+      "  --seed S             weights seed of --synthetic (default 1, as 'headwise bench')\n"
+      "  --host ADDR          address to bind (default 127.0.0.1: local only)\n"
+      "  --port P             port (default 8080; 0: any free port, printed on stdout)\n"
+      "  --threads N          compute threads (default: all cores)\n"
+      "  --max-sessions S     sequences generated at once, one KV cache each (default 4)\n"
+      "  --max-context C      positions per session (default: the model's context)\n"
+      "  --kv-type T          KV cache element type: f32 | f16 | bf16 (default f32)\n"
+      "  --queue Q            requests waiting beyond those; more get 429 (default 16)\n"
+      "  --prefill-chunk T    prompt tokens prefilled per scheduler step (default 256)\n"
+      "  --api-key KEY        require 'Authorization: Bearer KEY' on /v1/* (default: the\n"
+      "                       HEADWISE_API_KEY environment variable, else none)\n"
+      "  --timeout SEC        bound on a request from arrival, queue included (default 600; 0: none)\n"
+      "  --shutdown-grace SEC on SIGTERM, time running generations get to finish (default 10)\n"
+      "  --max-body BYTES     largest request body (default 1048576; larger: 413)\n"
+      "  --chat-template T    chatml, llama3 or llama2: render chat with this template\n"
+      "                       (default: none, so /v1/chat/completions answers 400 until a model\n"
+      "                       carries a template headwise recognises)\n"
+      "  --model-name NAME    the model id clients send (default: the file's name)\n"
+      "  --http-threads N     HTTP worker threads (default: sessions + queue + 16)\n",
+      names.c_str());
+}
+
+int usage_error(const std::string& m) {
+  std::fprintf(stderr, "headwise serve: %s\n", m.c_str());
+  usage(stderr);
+  return 2;
+}
+
+std::string stem(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.find_last_of('/');
+  std::string base = slash == std::string::npos ? p : p.substr(slash + 1);
+  if (base == "model.json" && slash != std::string::npos) return stem(p.substr(0, slash));
+  const size_t dot = base.rfind('.');
+  if (dot != std::string::npos && dot > 0) base = base.substr(0, dot);
+  return base;
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  server::prepare_signals();  // before the model load starts OpenMP's threads
+  Args a;
+  if (!a.parse(argc, argv, {"help"},
+               {"tokenizer", "synthetic", "seed", "host", "port", "threads", "max-sessions", "max-context", "queue",
+                "prefill-chunk", "api-key", "timeout", "shutdown-grace", "max-body", "chat-template", "model-name",
+                "http-threads", "kv-type"}))
+    return usage_error(a.error());
+  if (a.has("help")) {
+    usage(stdout);
+    return 0;
+  }
+  const bool synthetic = a.has("synthetic");
+  if (synthetic == (a.positional().size() == 1) || a.positional().size() > 1)
+    return usage_error("give one MODEL or --synthetic NAME");
+  server::ServeOptions o;
+  o.host = a.str("host", "127.0.0.1");
+  const long long port = a.integer("port", 8080);
+  const long long threads = a.integer("threads", 0);
+  const long long sessions = a.integer("max-sessions", 4);
+  const long long context = a.integer("max-context", 0);
+  const long long queue = a.integer("queue", 16);
+  const long long chunk = a.integer("prefill-chunk", 256);
+  const long long seed = a.integer("seed", 1);
+  const long long max_body = a.integer("max-body", 1 << 20);
+  const long long http_threads = a.integer("http-threads", 0);
+  o.timeout_s = a.number("timeout", 600);
+  o.shutdown_grace_s = a.number("shutdown-grace", 10);
+  if (!a.ok()) return usage_error(a.error());
+  if (port < 0 || port > 65535) return usage_error("--port must be in [0, 65535]");
+  if (threads < 0 || threads > 1024) return usage_error("--threads must be in [0, 1024]");
+  if (sessions < 1 || sessions > 1024) return usage_error("--max-sessions must be in [1, 1024]");
+  if (context < 0 || context > (1 << 24)) return usage_error("--max-context must be >= 0");
+  if (queue < 0 || queue > 100000) return usage_error("--queue must be in [0, 100000]");
+  if (chunk < 1 || chunk > 65536) return usage_error("--prefill-chunk must be in [1, 65536]");
+  if (max_body < 1024 || max_body > (1LL << 30)) return usage_error("--max-body must be in [1024, 2^30]");
+  if (http_threads < 0 || http_threads > 4096) return usage_error("--http-threads must be in [0, 4096]");
+  if (!(o.timeout_s >= 0) || !(o.shutdown_grace_s >= 0) || o.shutdown_grace_s > 3600)
+    return usage_error("--timeout and --shutdown-grace must be >= 0 (grace at most 3600)");
+  o.port = static_cast<int>(port);
+  o.max_body_bytes = static_cast<size_t>(max_body);
+  o.http_threads = static_cast<int>(http_threads);
+  o.scheduler.threads = static_cast<int>(threads);
+  o.scheduler.max_sessions = static_cast<int>(sessions);
+  o.scheduler.max_context = static_cast<int>(context);
+  o.scheduler.queue = static_cast<int>(queue);
+  o.scheduler.prefill_chunk = static_cast<int>(chunk);
+  if (a.has("kv-type") && !parse_kv_type(a.str("kv-type"), &o.scheduler.kv_type))
+    return usage_error("--kv-type '" + a.str("kv-type") + "' is not one of f32, f16, bf16");
+  o.api_key = a.str("api-key");
+  if (!a.has("api-key"))
+    if (const char* env = std::getenv("HEADWISE_API_KEY")) o.api_key = env;
+  if (a.has("chat-template")) {
+    o.chat_template = server::chat_template_from_name(a.str("chat-template"));
+    if (o.chat_template == server::ChatTemplate::none)
+      return usage_error("--chat-template must be chatml, llama3 or llama2, got '" + a.str("chat-template") + "'");
+  }
+
+  std::shared_ptr<const Model> model;
+  Status s;
+  if (synthetic) {
+    s = Model::synthetic(a.str("synthetic"), static_cast<uint64_t>(seed), &model);
+    o.model_name = a.str("synthetic");
+  } else {
+    ModelOptions mo;
+    mo.tokenizer = a.str("tokenizer");
+    s = Model::load(a.positional()[0], mo, &model);
+    o.model_name = stem(a.positional()[0]);
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "headwise serve: %s\n", s.message().c_str());
+    return 1;
+  }
+  if (context > model->info().max_seq_len)
+    return usage_error("--max-context " + std::to_string(context) + " is larger than the model's context of " +
+                       std::to_string(model->info().max_seq_len));
+  if (a.has("model-name")) o.model_name = a.str("model-name");
+  // End of text: llama2.c models end a story with BOS (what `headwise run` stops at)
+  // and use EOS as well.
+  o.scheduler.end_tokens = {Tokenizer::kBos};
+  if (model->tokenizer()) o.scheduler.end_tokens.insert(Tokenizer::kEos);
+  return server::serve(model, o);
+}
+
+}  // namespace headwise::tools
