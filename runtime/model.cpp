@@ -2,12 +2,15 @@
 // tokenizer; and the numbers ModelInfo reports.
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "formats/checkpoint.hpp"
 #include "graph/presets.hpp"
 #include "graph/plan.hpp"
 #include "headwise/model.hpp"
 #include "runtime/model_builder.hpp"
 #include "runtime/session_buffers.hpp"
+#include "runtime/tokenizer_load.hpp"
 
 namespace headwise {
 namespace {
@@ -39,7 +42,9 @@ Status ModelBuilder::finish(const graph::ModelDesc& desc, std::unique_ptr<graph:
   HW_RETURN_IF_ERROR(graph::build_graph(desc, std::move(weights), &g));
   HW_RETURN_IF_ERROR(graph::build_plan(std::move(g), &model->plan_));
   model->tokenizer_ = std::move(tokenizer);
-  if (model->tokenizer_ && model->tokenizer_->vocab_size() != settings.vocab_size)
+  // Checkpoints may pad the embedding beyond the tokenizer's ids (Qwen: 151936 rows for
+  // 151665 tokens); a tokenizer with ids the model lacks is an error.
+  if (model->tokenizer_ && model->tokenizer_->vocab_size() > settings.vocab_size)
     return invalid_argument(source + ": the tokenizer has " + std::to_string(model->tokenizer_->vocab_size()) +
                             " pieces but the model's vocabulary is " + std::to_string(settings.vocab_size));
   ModelInfo& info = model->info_;
@@ -69,9 +74,18 @@ Status Model::load_checkpoint(const std::string& path, bool gguf, const ModelOpt
                               std::shared_ptr<const Model>* out) {
   formats::Checkpoint ck;
   HW_RETURN_IF_ERROR(gguf ? formats::load_gguf_checkpoint(path, &ck) : formats::load_hf_checkpoint(path, &ck));
+  // The checkpoint's own tokenizer (GGUF metadata, the folder's tokenizer.json), unless
+  // one is given; a folder without tokenizer.json loads without one (--tokens works).
   std::unique_ptr<Tokenizer> tokenizer;
   if (!options.tokenizer.empty())
     HW_RETURN_IF_ERROR(Tokenizer::load(options.tokenizer, ck.desc.settings.vocab_size, &tokenizer));
+  else if (ck.gguf && ck.gguf->has("tokenizer.ggml.model"))
+    HW_RETURN_IF_ERROR(tokenizer_from_gguf(*ck.gguf, &tokenizer));
+  else if (!ck.tokenizer_json.empty())
+    HW_RETURN_IF_ERROR(tokenizer_from_hf(ck.tokenizer_json, &tokenizer));
+  if (tokenizer)
+    for (int32_t id : tokenizer->eos_ids())
+      if (std::find(ck.eos_ids.begin(), ck.eos_ids.end(), id) == ck.eos_ids.end()) ck.eos_ids.push_back(id);
   std::shared_ptr<const Model> model;
   HW_RETURN_IF_ERROR(ModelBuilder::finish(ck.desc, std::move(ck.weights), std::move(tokenizer), path, &model));
   ModelInfo& info = const_cast<Model&>(*model).info_;

@@ -193,6 +193,15 @@ std::string Tokenizer::piece_bytes(int32_t prev, int32_t token) const {
   if (!llama2c_) {
     const std::string& b = state_->bytes[token];
     const bool first = prev < 0 || prev == state_->config.bos_id;
+    if (first && state_->config.first_drops_all_meta && !is_special(token)) {
+      std::string out;  // the piece without any "▁" (HF Metaspace decoder, token 0)
+      const std::string& p = pieces_[token];
+      for (size_t i = 0; i < p.size(); ++i) {
+        if (p.compare(i, 3, "\xE2\x96\x81") == 0) i += 2;
+        else out.push_back(p[i]);
+      }
+      return b.size() == 1 && p.size() == 6 ? b : out;  // a <0xHH> byte piece stays its byte
+    }
     if (state_->config.strip_leading_space && first && !b.empty() && b[0] == ' ') return b.substr(1);
     return b;
   }

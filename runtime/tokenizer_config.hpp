@@ -79,6 +79,11 @@ struct Config {
   // Drops the leading space of the first piece when decoding (HF Strip decoder,
   // SentencePiece's dummy prefix).
   bool strip_leading_space = false;
+  // HF's Metaspace decoder: in the first token every "▁" is dropped, not just one.
+  bool first_drops_all_meta = false;
+  // "<0xHH>" pieces decode to their byte (SentencePiece byte fallback; HF: a ByteFallback
+  // decoder); without it they decode as the text they spell.
+  bool decode_byte_pieces = true;
 
   std::vector<AddedToken> added;  // matched in the text before anything else
   std::vector<NormalizerStep> normalizers;

@@ -288,7 +288,7 @@ Status build_state(Config config, const std::vector<std::string>& pieces, State*
       st->bytes[i] = st->keys[i];
     } else {
       st->keys[i] = p;
-      const int b = plain ? -1 : byte_token_value(p);
+      const int b = (plain || !config.decode_byte_pieces) ? -1 : byte_token_value(p);
       st->bytes[i] = b >= 0 ? std::string(1, char(b)) : plain ? p : replace_metaspace(p);
     }
     st->special[i] = config.control[i] ? 1 : 0;

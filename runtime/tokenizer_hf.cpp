@@ -169,6 +169,8 @@ Status add_pre_tokenizer(const json& p, const std::string& where, Config* c, boo
 struct Decoding {
   bool byte_level = false;
   bool strip_leading_space = false;
+  bool byte_fallback = false;
+  bool metaspace = false;
 };
 
 Status read_decoder(const json& d, const std::string& where, Decoding* out) {
@@ -182,11 +184,13 @@ Status read_decoder(const json& d, const std::string& where, Decoding* out) {
     out->byte_level = true;
   } else if (t == "Metaspace") {
     const std::string scheme = get_str(d, "prepend_scheme", get_bool(d, "add_prefix_space", true) ? "always" : "never");
-    if (scheme != "never") out->strip_leading_space = true;
+    if (scheme != "never") out->strip_leading_space = out->metaspace = true;
   } else if (t == "Strip") {
     if (get_str(d, "content") == " " && d.value("start", 0) >= 1) out->strip_leading_space = true;
-  } else if (t == "Replace" || t == "ByteFallback" || t == "Fuse") {
-    // ▁ → space and <0xHH> → byte are how every SentencePiece-style piece decodes.
+  } else if (t == "ByteFallback") {
+    out->byte_fallback = true;
+  } else if (t == "Replace" || t == "Fuse") {
+    // ▁ → space is how every SentencePiece-style piece decodes.
   } else {
     return unsupported(where + ": decoder type '" + t +
                        "' is not supported (supported: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, Sequence)");
@@ -350,6 +354,8 @@ Status config_from_json(const json& root, const std::string& src, const json* tc
   c->piece_text = (byte_level || dec.byte_level) ? tok::PieceText::kByteLevel : tok::PieceText::kSentencePiece;
   c->raw_bytes = c->piece_text == tok::PieceText::kSentencePiece;
   c->strip_leading_space = dec.strip_leading_space;
+  c->decode_byte_pieces = dec.byte_fallback;
+  c->first_drops_all_meta = dec.metaspace;
   bool post_seen = false;
   HW_RETURN_IF_ERROR(read_post_processor(root.value("post_processor", json()), src + ": post_processor", ids, c, &post_seen));
   c->control.assign(c->pieces.size(), false);

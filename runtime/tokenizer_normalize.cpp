@@ -42,7 +42,8 @@ std::string replace_all(const std::string& text, const std::string& pattern, con
 
 bool is_unicode_space(uint32_t cp) {
   const utf8proc_category_t c = utf8proc_category(utf8proc_int32_t(cp));
-  return cp == '\t' || cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || c == UTF8PROC_CATEGORY_ZS;
+  // Unicode's White_Space property (Rust's char::is_whitespace, which HF's Strip uses).
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x85 || cp == 0x2028 || cp == 0x2029 || c == UTF8PROC_CATEGORY_ZS;
 }
 
 }  // namespace
@@ -78,8 +79,13 @@ std::string normalize(const std::vector<NormalizerStep>& steps, std::string text
       case NormalizerStep::kLowercase: {
         std::string out;
         out.reserve(text.size());
-        for (size_t i = 0; i < text.size();)
-          append_utf8(&out, uint32_t(utf8proc_tolower(utf8proc_int32_t(next_code_point(text, &i)))));
+        for (size_t i = 0; i < text.size();) {
+          const uint32_t cp = next_code_point(text, &i);
+          // The one unconditional multi-character lowercase mapping (SpecialCasing.txt),
+          // which utf8proc's simple mapping lacks and Rust's to_lowercase applies.
+          if (cp == 0x130) out += "i\xCC\x87";
+          else append_utf8(&out, uint32_t(utf8proc_tolower(utf8proc_int32_t(cp))));
+        }
         text = std::move(out);
         break;
       }

@@ -226,7 +226,9 @@ int cmd_run(int argc, char** argv) {
     Status s = write_npy_f32(a.str("logits"), session->all_logits().data(), {feed, info.vocab_size});
     if (!s.ok()) return fail(s);
   }
-  // Printed tokens are t_1 .. t_steps: prompt tokens while there are any, then samples.
+  // Printed tokens are t_1 .. t_steps: prompt tokens while there are any, then samples;
+  // t_0 too when it is text (a tokenizer that adds no BOS, like GPT-2's).
+  if (tok && !a.has("tokens") && n > 0 && ids[0] != tok->bos_id()) std::fputs(tok->decode(-1, ids[0]).c_str(), stdout);
   for (int i = 1; i < std::min(n, steps + 1); ++i) std::fputs(piece(ids[i - 1], ids[i]).c_str(), stdout);
   std::fflush(stdout);
 

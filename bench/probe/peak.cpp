@@ -97,12 +97,13 @@ double MachinePeak::fma_gflops(const std::string& isa, int nthreads) const {
 }
 
 std::string MachinePeak::summary() const {
-  char buf[320];
+  char buf[448];
   std::snprintf(buf, sizeof buf,
                 "peak fp32 FMA: avx512 %.0f GFLOP/s (1 thread) %.0f (%d threads); "
-                "avx2 %.0f / %.0f; read bandwidth %.1f GB/s (1 thread) %.1f (%d threads)",
-                fma_avx512_1t, fma_avx512_nt, threads, fma_avx2_1t, fma_avx2_nt, read_1t,
-                read_nt, threads);
+                "avx2 %.0f / %.0f; bf16 dot %.0f / %.0f; int8 dot %.0f / %.0f GOP/s; "
+                "read bandwidth %.1f GB/s (1 thread) %.1f (%d threads)",
+                fma_avx512_1t, fma_avx512_nt, threads, fma_avx2_1t, fma_avx2_nt, dot_bf16_1t,
+                dot_bf16_nt, dot_int8_1t, dot_int8_nt, read_1t, read_nt, threads);
   return buf;
 }
 
@@ -117,6 +118,15 @@ MachinePeak measure_peak(int threads, double secs) {
   if (kernels::may_use(Isa::avx2)) {
     m.fma_avx2_1t = time_fma(kernels::fma_probe_avx2, 1, secs);
     m.fma_avx2_nt = time_fma(kernels::fma_probe_avx2, m.threads, secs);
+  }
+  __builtin_cpu_init();
+  if (kernels::may_use(Isa::avx512) && __builtin_cpu_supports("avx512bf16")) {
+    m.dot_bf16_1t = time_fma(kernels::dot_bf16_probe_avx512, 1, secs);
+    m.dot_bf16_nt = time_fma(kernels::dot_bf16_probe_avx512, m.threads, secs);
+  }
+  if (kernels::may_use(Isa::avx512) && __builtin_cpu_supports("avx512vnni")) {
+    m.dot_int8_1t = time_fma(kernels::dot_int8_probe_avx512, 1, secs);
+    m.dot_int8_nt = time_fma(kernels::dot_int8_probe_avx512, m.threads, secs);
   }
   {
     ReadProbe one(1);

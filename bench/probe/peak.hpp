@@ -12,6 +12,11 @@ struct MachinePeak {
   // GFLOP/s of fp32 FMA (2 flops each); 0 when the CPU lacks the ISA.
   double fma_avx512_1t = 0, fma_avx512_nt = 0;
   double fma_avx2_1t = 0, fma_avx2_nt = 0;
+  // GFLOP/s of the bf16 dot product (vdpbf16ps) and GOP/s of the int8 one (vpdpbusd),
+  // 2 per multiply-add: the ceilings of BF16 and int8-quantized prefill; 0 when the
+  // CPU lacks AVX512-BF16 / AVX512-VNNI.
+  double dot_bf16_1t = 0, dot_bf16_nt = 0;
+  double dot_int8_1t = 0, dot_int8_nt = 0;
   // GB/s reading a buffer far larger than the caches.
   double read_1t = 0, read_nt = 0;
 

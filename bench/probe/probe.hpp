@@ -13,6 +13,11 @@ namespace headwise::kernels {
 double fma_probe_avx512(int64_t iters, float* sink);
 double fma_probe_avx2(int64_t iters, float* sink);
 
+// The bf16 (vdpbf16ps) and int8 (vpdpbusd) dot-product rates, as flops/ops performed
+// (2 per multiply-add); AVX512-BF16 / AVX512-VNNI CPUs only.
+double dot_bf16_probe_avx512(int64_t iters, float* sink);
+double dot_int8_probe_avx512(int64_t iters, float* sink);
+
 // Reads n floats (n a multiple of 64) with the widest loads available and returns a sum
 // so the reads cannot be elided.
 float read_probe_avx512(const float* p, size_t n);

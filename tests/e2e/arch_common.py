@@ -2,6 +2,7 @@
 once per work folder (HF folder by arch_models.py, GGUF by hw_make_gguf)."""
 import argparse
 import os
+import shutil
 import subprocess
 
 import e2e_common as common
@@ -27,6 +28,12 @@ def make_models(args, names):
         hf = os.path.join(args.workdir, name + "-hf")
         arch_models.make(name, hf, seed=len(name))
         vocab = os.path.join(args.shared, "vocab", arch_models.MODELS[name][1])
+        # The Llama 2 vocabulary models get Llama 2's tokenizer.json (the same vocabulary
+        # as the GGUF's), so both formats run text prompts.
+        tok = os.path.join(args.node_modules, "@lenml", "tokenizer-llama2", "models")
+        if vocab.endswith("llama-spm.gguf") and os.path.isdir(tok):
+            for f in ("tokenizer.json", "tokenizer_config.json"):
+                shutil.copy(os.path.join(tok, f), os.path.join(hf, f))
         common.require_files(vocab)
         gguf = os.path.join(args.workdir, name + ".gguf")
         p = subprocess.run([args.make_gguf, hf, gguf, vocab], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

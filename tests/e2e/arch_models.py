@@ -162,6 +162,11 @@ def hf_tensors(cfg, rng):
 def make(name, out_dir, seed=1):
     """Writes the HF folder for MODELS[name] into out_dir."""
     cfg, _, shards = MODELS[name]
+    make_folder(cfg, out_dir, seed, shards)
+
+
+def make_folder(cfg, out_dir, seed=1, shards=1):
+    """Writes an HF folder with random weights for config `cfg` into out_dir."""
     os.makedirs(out_dir, exist_ok=True)
     for f in os.listdir(out_dir):
         os.remove(os.path.join(out_dir, f))

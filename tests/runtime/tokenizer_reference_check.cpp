@@ -132,6 +132,21 @@ int main(int argc, char** argv) {
       continue;
     }
     Tally t{"HF " + file};
+    // What tokenizer_config.json says: the chat template and the end-of-turn tokens.
+    if (file.find("tokenizer-qwen3/models/") != std::string::npos) {
+      t.check("eos_ids", "", tok->eos_ids(), {151643, 151645});  // <|endoftext|>, <|im_end|>
+      t.check_text("chat_template", "", tok->chat_template().substr(0, 20), "{%- if tools %}\n    ");
+    }
+    if (file.find("tokenizer-llama3/models/") != std::string::npos) {
+      t.check("eos_ids", "", tok->eos_ids(), {128001, 128009});  // <|end_of_text|>, <|eot_id|>
+      t.check("bos_id", "", {tok->bos_id()}, {128000});
+      t.check_text("chat_template has a template", "", tok->chat_template().empty() ? "" : "yes", "yes");
+    }
+    if (file.find("tokenizer-llama2/models/") != std::string::npos) {
+      t.check("bos/eos", "", {tok->bos_id()}, {1});
+      t.check("eos", "", tok->eos_ids(), {2});
+      t.check("add_bos", "", {int(tok->add_bos())}, {1});
+    }
     const auto specials = tok->special_tokens();
     const bool raw_bytes = std::string(tok->kind_name()) != "byte-bpe";
     const auto& entries = r["entries"];

@@ -1,0 +1,99 @@
+// quant_bench — the weight-type products (kernels/quant/) per type × ISA:
+//   decode: M = 1 input row against a matrix bigger than the caches (K 4096 × N 8192),
+//           reported as GB/s of weights streamed (compare with peak_probe's read rate);
+//   prefill: M = 128 rows against K 2048 × N 2048 (weights in L2/L3), as GFLOP/s.
+// Threads: OpenMP over output rows (OMP_NUM_THREADS, the caller's split).
+//   OMP_NUM_THREADS=2 flock /tmp/bench.lock build/bench/quant_bench [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/dispatch.hpp"
+#include "kernels/quant/quant.hpp"
+
+namespace hq = headwise::kernels::quant;
+using headwise::kernels::Isa;
+
+namespace {
+
+struct Problem {
+  const hq::TypeInfo* ti;
+  int64_t K, N;
+  int M;
+  std::vector<uint8_t> w, xa;
+  size_t rb, ab;
+  std::vector<float> y;
+};
+
+Problem make(hq::WType t, int M, int64_t K, int64_t N) {
+  Problem p{hq::type_info(t), K, N, M, {}, {}, 0, 0, {}};
+  std::mt19937 g(1);
+  std::normal_distribution<float> nd(0, 1);
+  p.rb = hq::row_bytes(*p.ti, K);
+  p.w.resize(p.rb * N);
+  std::vector<float> row(K);
+  for (int64_t n = 0; n < N; ++n) {
+    // a few distinct rows repeated: quantizing 8192 rows with the K-quant search is slow
+    if (n < 16)
+      for (float& v : row) v = nd(g);
+    if (n < 16) p.ti->quantize(row.data(), p.w.data() + n * p.rb, K);
+    else std::copy_n(p.w.data() + (n % 16) * p.rb, p.rb, p.w.data() + n * p.rb);
+  }
+  p.ab = hq::act_row_bytes(p.ti->act, K);
+  p.xa.resize(p.ab * M);
+  for (int m = 0; m < M; ++m) {
+    for (float& v : row) v = nd(g);
+    hq::prepare_activations(p.ti->act, row.data(), p.xa.data() + m * p.ab, K);
+  }
+  p.y.resize(size_t(M) * N);
+  return p;
+}
+
+void run(const Problem& p, hq::GemvFn fn, float* y) {
+#pragma omp parallel
+  {
+    const int nt = omp_get_num_threads(), it = omp_get_thread_num();
+    const int64_t per = (p.N + nt - 1) / nt, n0 = it * per, n1 = std::min(p.N, n0 + per);
+    if (n0 < n1) fn(p.w.data(), p.rb, n0, n1, p.xa.data(), p.ab, p.M, p.K, y, p.N);
+  }
+}
+
+void bm(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K, int64_t N) {
+  const hq::GemvFn fn = hq::gemv_kernel(t, isa);
+  if (fn == nullptr) {
+    st.SkipWithError("no kernel for this ISA on this CPU");
+    return;
+  }
+  Problem p = make(t, M, K, N);
+  for (auto _ : st) {
+    run(p, fn, p.y.data());
+    benchmark::DoNotOptimize(p.y.data());
+  }
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * K * N, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  st.counters["GB/s"] = benchmark::Counter(double(p.w.size()) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+const int kRegistered = [] {
+  int n;
+  const hq::WType* types = hq::all_types(&n);
+  for (Isa isa : {Isa::avx512, Isa::avx2, Isa::scalar}) {
+    if (!headwise::kernels::may_use(isa)) continue;
+    for (int i = 0; i < n; ++i) {
+      const std::string name = std::string(hq::type_info(types[i])->name) + "/" + headwise::kernels::isa_name(isa);
+      benchmark::RegisterBenchmark(("decode/" + name).c_str(), bm, types[i], isa, 1, 4096, 8192)
+          ->Unit(benchmark::kMillisecond)->UseRealTime();
+      if (isa != Isa::scalar)
+        benchmark::RegisterBenchmark(("prefill/" + name).c_str(), bm, types[i], isa, 128, 2048, 2048)
+            ->Unit(benchmark::kMillisecond)->UseRealTime();
+    }
+  }
+  return 0;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,168 @@
+#include "formats/quantize_gguf.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <deque>
+
+#include "formats/gguf_write.hpp"
+#include "graph/weights.hpp"
+#include "kernels/quant/quant.hpp"
+
+namespace headwise::formats {
+namespace {
+
+namespace hq = kernels::quant;
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// llama.cpp's general.file_type values (llama_ftype) for the mixes; informational.
+uint32_t file_type(const std::string& mix) {
+  if (mix == "f16") return 1;
+  if (mix == "q4_0") return 2;
+  if (mix == "q8_0") return 7;
+  if (mix == "q4_k") return 14;  // "Q4_K_S": all Q4_K
+  if (mix == "q4_k_m") return 15;
+  if (mix == "q6_k") return 18;
+  if (mix == "bf16") return 32;
+  return 0;
+}
+
+// Layer index of "blk.N.…", or −1.
+int layer_of(const std::string& name) {
+  if (name.compare(0, 4, "blk.") != 0) return -1;
+  int n = 0;
+  size_t i = 4;
+  if (i >= name.size() || !std::isdigit(static_cast<unsigned char>(name[i]))) return -1;
+  while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) && n < 1000000)
+    n = n * 10 + (name[i++] - '0');
+  return n;
+}
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+// Half of the layers get more bits under q4_k_m: the first and last eighth (where
+// errors matter most) and every third layer in between.
+bool more_bits_layer(int layer, int n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+uint32_t type_id(hq::WType t) { return static_cast<uint32_t>(t); }
+
+// The tensor's values as floats (any source type headwise reads).
+Status to_floats(const GgufTensor& t, std::vector<float>* out) {
+  const int64_t n = t.numel();
+  out->resize(size_t(n));
+  switch (t.type) {
+    case kGgmlF32: std::memcpy(out->data(), t.data, size_t(n) * 4); return Status::Ok();
+    case kGgmlF16: graph::to_f32(graph::DType::f16, t.data, size_t(n), out->data()); return Status::Ok();
+    case kGgmlBF16: graph::to_f32(graph::DType::bf16, t.data, size_t(n), out->data()); return Status::Ok();
+    default: break;
+  }
+  const hq::TypeInfo* ti = hq::type_info(static_cast<hq::WType>(t.type));
+  if (!ti || t.ne.empty() || t.ne[0] % ti->block != 0)
+    return unsupported(std::string("tensor '") + t.name + "' has type " + t.type_name() +
+                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+  const int64_t K = t.ne[0], rows = n / K;
+  for (int64_t r = 0; r < rows; ++r) ti->dequantize(t.data + size_t(r) * hq::row_bytes(*ti, K), out->data() + r * K, K);
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool valid_weight_mix(const std::string& mix) {
+  const std::string m = lower(mix);
+  return m == "bf16" || m == "f16" || m == "q8_0" || m == "q4_0" || m == "q4_k" || m == "q6_k" || m == "q4_k_m";
+}
+
+const char* weight_mixes_help() { return "bf16|f16|q8_0|q4_0|q4_k|q6_k|q4_k_m"; }
+
+uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, const std::vector<int64_t>& ne,
+                            int n_layers, std::string* why) {
+  const std::string mix = lower(mix_in);
+  if (ne.size() < 2 || contains(name, "rope_freqs")) return kGgmlF32;
+  const bool four_bit = mix == "q4_0" || mix == "q4_k" || mix == "q4_k_m";
+  hq::WType want;
+  if (mix == "q4_k_m") {
+    want = hq::WType::q4_k;
+    const int layer = layer_of(name);
+    if (name == "output.weight" ||
+        ((contains(name, "attn_v.") || contains(name, "ffn_down.")) && layer >= 0 && more_bits_layer(layer, n_layers))) {
+      want = hq::WType::q6_k;
+      if (why) *why = "q4_k_m: more bits";
+    }
+  } else {
+    hq::parse_wtype(mix.c_str(), &want);
+    if (four_bit && name == "output.weight") {
+      want = hq::WType::q6_k;
+      if (why) *why = "4-bit mix: output matrix in Q6_K";
+    }
+  }
+  const int64_t K = ne[0];
+  const int blk = hq::type_info(want)->block;
+  if (K % blk == 0) return type_id(want);
+  const hq::WType fb = blk == 256 && K % 32 == 0 ? hq::WType::q8_0 : hq::WType::f16;
+  if (why) *why = "fallback: rows of " + std::to_string(K) + " are not a multiple of " + std::to_string(blk);
+  return type_id(fb);
+}
+
+Status quantize_gguf(const GgufFile& in, const std::string& mix_in, const std::string& out, int threads,
+                     QuantizeReport* report) {
+  const std::string mix = lower(mix_in);
+  if (!valid_weight_mix(mix))
+    return invalid_argument("--weights '" + mix_in + "' is not one of " + weight_mixes_help());
+  std::string arch;
+  HW_RETURN_IF_ERROR(in.get_str("general.architecture", &arch));
+  uint32_t n_layers = 0;
+  HW_RETURN_IF_ERROR(in.get_u32(arch + ".block_count", &n_layers));
+  GgufWriter w(in.alignment());
+  for (const auto& kv : in.metadata()) w.set_value(kv.first, kv.second);
+  w.set_u32("general.file_type", file_type(mix));
+  w.set_u32("general.quantization_version", 2);
+  std::deque<std::vector<uint8_t>> buffers;  // alive until write()
+  const int nt = threads > 0 ? threads : omp_get_max_threads();
+  for (const GgufTensor& t : in.tensors()) {
+    std::string why;
+    const uint32_t to = choose_tensor_type(mix, t.name, t.ne, int(n_layers), &why);
+    QuantizeReport::Line line{t.name, t.type_name(), "", why};
+    if (to == t.type || (to == kGgmlF32 && t.type != kGgmlF32 && t.ne.size() < 2)) {
+      // unchanged (1-D tensors keep their type)
+      HW_RETURN_IF_ERROR(w.add_tensor(t.name, t.type, t.ne, t.data, t.nbytes));
+      line.to = line.from;
+      if (report) report->bytes_in += t.nbytes, report->bytes_out += t.nbytes;
+      if (report) report->tensors.push_back(line);
+      continue;
+    }
+    std::vector<float> f;
+    Status s = to_floats(t, &f);
+    if (!s.ok()) return Status(s.code(), in.path() + ": " + s.message());
+    const int64_t K = t.ne[0], rows = t.numel() / K;
+    buffers.emplace_back();
+    std::vector<uint8_t>& q = buffers.back();
+    if (to == kGgmlF32) {
+      q.resize(f.size() * 4);
+      std::memcpy(q.data(), f.data(), q.size());
+    } else {
+      const hq::TypeInfo* ti = hq::type_info(static_cast<hq::WType>(to));
+      const size_t rb = hq::row_bytes(*ti, K);
+      q.resize(rb * size_t(rows));
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16)
+      for (int64_t r = 0; r < rows; ++r) ti->quantize(f.data() + r * K, q.data() + size_t(r) * rb, K);
+    }
+    HW_RETURN_IF_ERROR(w.add_tensor(t.name, to, t.ne, q.data(), q.size()));
+    line.to = ggml_type_info(to).name ? ggml_type_info(to).name : "?";
+    if (report) {
+      report->bytes_in += t.nbytes;
+      report->bytes_out += q.size();
+      report->tensors.push_back(line);
+    }
+  }
+  return w.write(out);
+}
+
+}  // namespace headwise::formats

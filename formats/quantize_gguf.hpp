@@ -1,0 +1,53 @@
+// A GGUF model re-written with its weight matrices in a low-bit type (`headwise convert
+// --weights`), in llama.cpp's conventions so llama.cpp runs the same file.
+//
+// Which type each tensor gets (choose_tensor_type):
+//   - 1-D tensors (norms, biases) and rope_freqs stay as they are (F32): they are tiny
+//     and the activations and norms stay fp32.
+//   - 2-D matrices get the mix's type: bf16, f16, q8_0, q4_0, q4_k, q6_k; for q4_k_m
+//     ("Q4_K_M" as llama.cpp names it) Q4_K, with more bits where quantization hurts
+//     most: Q6_K for attn_v and ffn_down in the first and last eighth of the layers and
+//     every third layer between (half of them), and for the output matrix.
+//   - the token embedding gets the mix's type (Q4_K for q4_k_m): it is only read one
+//     row per token; headwise dequantizes it once at load for the lookup.
+//   - the output matrix gets Q6_K under the 4-bit mixes (q4_0, q4_k, q4_k_m): the
+//     logits are the most sensitive product; the mix's type otherwise.
+//   - rows whose length (ne[0]) is not a multiple of the type's block fall back: K-quants
+//     (block 256) to Q8_0 when the length is a multiple of 32, and anything else to F16
+//     (llama.cpp also falls back, to its Q5_0/Q8_0/F16 family; headwise has no Q5_0).
+// Source tensors may be F32, F16, BF16 or any catalogue type (dequantized first).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "formats/gguf.hpp"
+#include "headwise/status.hpp"
+
+namespace headwise::formats {
+
+// "bf16" | "f16" | "q8_0" | "q4_0" | "q4_k" | "q6_k" | "q4_k_m" (case-insensitive).
+bool valid_weight_mix(const std::string& mix);
+const char* weight_mixes_help();  // "bf16|f16|q8_0|q4_0|q4_k|q6_k|q4_k_m"
+
+// The ggml type of tensor `name` (GGUF naming: blk.N.attn_v.weight, output.weight, ...)
+// with dimensions `ne` under `mix`, in a model of n_layers layers; `why` (may be null)
+// gets a note when it is not the mix's plain type ("fallback: 172 % 256").
+uint32_t choose_tensor_type(const std::string& mix, const std::string& name,
+                            const std::vector<int64_t>& ne, int n_layers, std::string* why);
+
+struct QuantizeReport {
+  struct Line {
+    std::string name, from, to, why;
+  };
+  std::vector<Line> tensors;
+  uint64_t bytes_in = 0, bytes_out = 0;
+};
+
+// Reads `in`, writes `out` with every metadata key copied (plus general.file_type and
+// general.quantization_version) and the tensors quantized as chosen above, using
+// `threads` OpenMP threads (0: the default).
+Status quantize_gguf(const GgufFile& in, const std::string& mix, const std::string& out,
+                     int threads, QuantizeReport* report);
+
+}  // namespace headwise::formats

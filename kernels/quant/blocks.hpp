@@ -1,0 +1,139 @@
+// GGUF's weight block layouts (the byte layouts of ggml's quantized types), and the
+// scalar half/bfloat16 conversions every ISA shares.
+//
+// Written from the published format (GGUF specification and the type list in ggml.h):
+// a tensor row of K elements is K / block blocks stored back to back, no padding.
+//   F16   IEEE binary16                        x = half
+//   BF16  upper 16 bits of binary32            x = bf16
+//   Q8_0  32 values:  d (f16), q[32] int8      x = d·q
+//   Q4_0  32 values:  d (f16), 16 bytes        x = d·(q − 8), q ∈ [0, 15];
+//                     element j < 16 is the low nibble of byte j, element j + 16 its high nibble
+//   Q4_K  256 values: d, dmin (f16), 12 bytes of 6-bit scales/mins, 128 bytes of nibbles;
+//                     8 sub-blocks of 32, x = d·sc_j·q − dmin·m_j, q ∈ [0, 15];
+//                     bytes 32c..32c+31 hold sub-block 2c in their low nibbles, 2c+1 in the high
+//   Q5_K  as Q4_K plus qh[32]: bit (2c) of qh[l] is the 5th bit of element l of sub-block
+//                     2c, bit (2c + 1) that of sub-block 2c + 1; q ∈ [0, 31]
+//   Q6_K  256 values: ql[128] low nibbles, qh[64] high 2 bits, 16 int8 scales, d (f16);
+//                     16 sub-blocks of 16, x = d·sc_j·(q − 32), q ∈ [0, 63] (layout in q6_k_scalar.cpp)
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace headwise::kernels::quant {
+
+constexpr int kQK = 32;    // block of Q8_0, Q4_0 and of the int8 activations
+constexpr int kQKK = 256;  // super-block of the K-quants
+
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t q[kQK];
+};
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t q[kQK / 2];
+};
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t q[kQKK / 2];
+};
+struct BlockQ5_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQKK / 8];
+  uint8_t q[kQKK / 2];
+};
+struct BlockQ6_K {
+  uint8_t ql[kQKK / 2];
+  uint8_t qh[kQKK / 4];
+  int8_t scales[kQKK / 16];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18, "GGUF block sizes");
+static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210,
+              "GGUF block sizes");
+
+// Activations for the int8 dot products: 32 values quantized symmetrically to
+// [−127, 127] (never −128, so |q| fits the AVX2 sign trick), with the sums of each
+// half precomputed (the weight types with an offset, q − 8 or q − 32, subtract
+// offset·Σx instead of widening every weight).
+struct BlockQ8A {
+  float d;
+  int16_t sum[2];  // Σ q over elements 0..15 and 16..31
+  int8_t q[kQK];
+};
+static_assert(sizeof(BlockQ8A) == 40, "activation block");
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block: j < 4 in the low 6
+// bits of bytes j and j + 4; j ≥ 4 as 4 low bits in byte j + 4 and 2 high bits in the
+// top of bytes j − 4 (scale) and j (min).
+inline void k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// Round to nearest, ties to even, for |x| < 2²²: adding 1.5·2²³ leaves no fraction bits,
+// so the FPU's default rounding does the work (IEEE arithmetic: the compiler may not
+// fold (x + b) − b without -ffast-math, which this project never uses). Larger |x| come
+// back still large, which every caller clamps. (std::nearbyint is a libm call on
+// baseline x86-64, which lacks SSE4.1's roundss: 30× slower in the quantizers.)
+inline float round_even(float x) {
+  constexpr float b = 12582912.0f;  // 1.5·2²³
+  return (x + b) - b;
+}
+inline float clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+inline float bits_f32(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// binary16 → binary32, exact (subnormals, infinities and NaN included).
+inline float half_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+  if (exp == 0) {  // zero or subnormal: man · 2^-24
+    const float v = float(man) * bits_f32(0x33800000u);  // 2^-24
+    return bits_f32(f32_bits(v) | sign);
+  }
+  if (exp == 31) return bits_f32(sign | 0x7F800000u | (man << 13));
+  return bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+// binary32 → binary16, round to nearest even; overflow to ±inf, NaN stays NaN.
+inline uint16_t f32_to_half(float f) {
+  const uint32_t u = f32_bits(f);
+  const uint32_t sign = (u >> 16) & 0x8000;
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a >= 0x7F800000u) return uint16_t(sign | 0x7C00 | (a > 0x7F800000u ? 0x200 : 0));
+  if (a >= 0x477FF000u) return uint16_t(sign | 0x7C00);  // rounds to ≥ 65520: inf
+  if (a < 0x38800000u) {  // below 2^-14: subnormal half, man = round(|f| · 2^24)
+    const float v = bits_f32(a) * 16777216.0f;  // exact scaling by 2^24
+    return uint16_t(sign | uint32_t(__builtin_nearbyintf(v)));  // default mode: to nearest even
+  }
+  const uint32_t rounded = a + 0xFFF + ((a >> 13) & 1);  // round mantissa to 10 bits, ties even
+  return uint16_t(sign | ((rounded - (112u << 23)) >> 13));
+}
+
+inline float bf16_to_f32(uint16_t h) { return bits_f32(uint32_t(h) << 16); }
+
+// Round to nearest even; NaN stays a (quiet) NaN.
+inline uint16_t f32_to_bf16(float f) {
+  const uint32_t u = f32_bits(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((u >> 16) | 0x40);
+  return uint16_t((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
+}
+
+}  // namespace headwise::kernels::quant

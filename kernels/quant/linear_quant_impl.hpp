@@ -1,0 +1,57 @@
+// The linear-registry entry (kernels/matmul/linear.inc) of a weight type × ISA: the
+// catalogue's product kernel (quant.hpp) behind the LinearKernelImpl interface.
+// run(): inputs prepared once per row into scratch (bf16 or int8 blocks, in parallel
+// over rows), then each thread multiplies a contiguous run of output rows of W by all
+// inputs (one weight row for one input in decode; register tiles of 2 weight rows × 4
+// inputs in prefill, tile_x86.hpp), then adds the bias.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/matmul/linear.hpp"
+#include "kernels/quant/quant.hpp"
+
+namespace headwise::kernels::quant {
+namespace {
+
+// kVnniBf16: the entry uses AVX512-VNNI/BF16 too; on an AVX-512 CPU without them it
+// declines (supports() is false) and the registry falls to the avx2 entry.
+template <WType T, WeightType RT, GemvFn Fn, bool kVnniBf16>
+struct QuantLinear {
+  static const TypeInfo& info() { return *type_info(T); }
+  static bool supports(const PackedWeights& w) {
+    if (kVnniBf16 && !cpu_has_avx512_vnni_bf16()) return false;
+    return w.type == RT && w.data && w.NB == 1 && w.K % info().block == 0 &&
+           w.row_bytes == int64_t(row_bytes(info(), w.K));
+  }
+  static size_t act_bytes(int K) { return (act_row_bytes(info().act, K) + 63) / 64 * 64; }
+  static size_t scratch_bytes(const PackedWeights& w, int rows) { return size_t(rows) * act_bytes(w.K); }
+  static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y,
+                  int64_t ldy, int rows, int threads, void* scratch) {
+    auto* xa = static_cast<uint8_t*>(scratch);
+    const size_t ab = act_bytes(w.K);
+    // Output rows per thread in pairs (the prefill tile's weight rows).
+    const int64_t pairs = (int64_t(w.N) + 1) / 2;
+    const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(pairs, rows))));
+#pragma omp parallel num_threads(nt)
+    {
+      const int t = omp_get_thread_num(), n = omp_get_num_threads();
+#pragma omp for schedule(static)
+      for (int r = 0; r < rows; ++r) prepare_activations(info().act, x + r * ldx, xa + r * ab, w.K);
+      const int64_t n0 = std::min<int64_t>(w.N, 2 * (pairs * t / n));
+      const int64_t n1 = std::min<int64_t>(w.N, 2 * (pairs * (t + 1) / n));
+      if (n0 < n1) {
+        Fn(w.data, size_t(w.row_bytes), n0, n1, xa, ab, rows, w.K, y, ldy);
+        if (bias)
+          for (int r = 0; r < rows; ++r)
+            for (int64_t j = n0; j < n1; ++j) y[r * ldy + j] += bias[j];
+      }
+    }
+  }
+  static constexpr LinearKernelImpl impl(const char* name) { return {name, 0, supports, scratch_bytes, run}; }
+};
+
+}  // namespace
+}  // namespace headwise::kernels::quant

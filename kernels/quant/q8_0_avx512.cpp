@@ -1,0 +1,26 @@
+// Q8_0 products on avx512: int8 dot products with AVX512-VNNI vpdpbusd; one weight row at a
+// time for one input row (dot_x86.hpp), register tiles for more (tile_x86.hpp);
+// and rows dequantized to bf16 for prefill's bf16 GEMM.
+#include "kernels/quant/tile_x86.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
+
+namespace headwise::kernels::quant {
+
+void gemv_q8_0__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa, size_t ab,
+                    int M, int64_t K, float* y, int64_t ldy) {
+  if (M == 1) gemv_rows<dot_q8_0<DpbusdVnni>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
+  else gemm_tiled<TQ8_0<DpbusdVnni>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
+}
+
+void dequant_bf16_q8_0__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, int64_t K, uint16_t* out,
+                          int64_t ldo) {
+  dequant_rows_bf16<TQ8_0<DpbusdVnni>>(w, rb, n0, n1, K, out, ldo);
+}
+
+}  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_q8_0__avx512 =
+    quant::QuantLinear<quant::WType::q8_0, WeightType::q8_0, quant::gemv_q8_0__avx512, true>::impl("q8_0");
+}  // namespace headwise::kernels

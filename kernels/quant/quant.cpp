@@ -1,0 +1,108 @@
+// The catalogue's type table and the product-kernel lookup (quant.inc).
+#include "kernels/quant/quant.hpp"
+
+#include <cctype>
+#include <string>
+
+#include "kernels/quant/blocks.hpp"
+
+namespace headwise::kernels::quant {
+
+#define HW_QUANT(type, isa, symbol)                                                      \
+  void symbol(const void* w, size_t row_bytes, int64_t n0, int64_t n1, const void* xa, \
+              size_t act_bytes, int M, int64_t K, float* y, int64_t ldy);
+#define HW_QUANT_BF16(type, isa, symbol) \
+  void symbol(const void* w, size_t row_bytes, int64_t n0, int64_t n1, int64_t K, uint16_t* out, int64_t ldo);
+#include "kernels/quant/quant.inc"
+#undef HW_QUANT
+#undef HW_QUANT_BF16
+
+#define HW_QUANT_TYPE(t)                    \
+  void quantize_##t(const float*, void*, int64_t); \
+  void dequantize_##t(const void*, float*, int64_t);
+HW_QUANT_TYPE(f16)
+HW_QUANT_TYPE(bf16)
+HW_QUANT_TYPE(q8_0)
+HW_QUANT_TYPE(q4_0)
+HW_QUANT_TYPE(q4_k)
+HW_QUANT_TYPE(q6_k)
+#undef HW_QUANT_TYPE
+
+namespace {
+
+// type, GGUF name, block, block bytes, input kind, reference quantize/dequantize
+const TypeInfo kTypes[] = {
+    {WType::f16, "f16", 1, 2, ActKind::f32, quantize_f16, dequantize_f16},
+    {WType::bf16, "bf16", 1, 2, ActKind::bf16, quantize_bf16, dequantize_bf16},
+    {WType::q8_0, "q8_0", kQK, sizeof(BlockQ8_0), ActKind::q8a, quantize_q8_0, dequantize_q8_0},
+    {WType::q4_0, "q4_0", kQK, sizeof(BlockQ4_0), ActKind::q8a, quantize_q4_0, dequantize_q4_0},
+    {WType::q4_k, "q4_K", kQKK, sizeof(BlockQ4_K), ActKind::q8a, quantize_q4_k, dequantize_q4_k},
+    {WType::q6_k, "q6_K", kQKK, sizeof(BlockQ6_K), ActKind::q8a, quantize_q6_k, dequantize_q6_k},
+};
+constexpr int kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
+
+const WType kTypeList[] = {WType::f16, WType::bf16, WType::q8_0, WType::q4_0, WType::q4_k, WType::q6_k};
+static_assert(sizeof(kTypeList) / sizeof(kTypeList[0]) == kTypeCount, "one list entry per type");
+
+bool detect_vnni_bf16() {
+  __builtin_cpu_init();
+  return may_use(Isa::avx512) && __builtin_cpu_supports("avx512vnni") &&
+         __builtin_cpu_supports("avx512bf16");
+}
+
+}  // namespace
+
+const TypeInfo* type_info(WType t) {
+  for (const TypeInfo& i : kTypes)
+    if (i.type == t) return &i;
+  return nullptr;
+}
+
+const WType* all_types(int* count) {
+  *count = kTypeCount;
+  return kTypeList;
+}
+
+bool parse_wtype(const char* s, WType* out) {
+  std::string l;
+  for (const char* p = s; *p; ++p) l += char(std::tolower(static_cast<unsigned char>(*p)));
+  for (const TypeInfo& i : kTypes) {
+    std::string n;
+    for (const char* p = i.name; *p; ++p) n += char(std::tolower(static_cast<unsigned char>(*p)));
+    if (n == l) {
+      *out = i.type;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool cpu_has_avx512_vnni_bf16() {
+  static const bool has = detect_vnni_bf16();
+  return has;
+}
+
+GemvFn gemv_kernel(WType t, Isa isa) {
+  if (isa == Isa::avx512 && !cpu_has_avx512_vnni_bf16()) isa = Isa::avx2;
+  if (!may_use(isa)) return nullptr;
+#define HW_QUANT(type, i, symbol) \
+  if (t == WType::type && isa == Isa::i) return symbol;
+#define HW_QUANT_BF16(type, i, symbol)
+#include "kernels/quant/quant.inc"
+#undef HW_QUANT
+#undef HW_QUANT_BF16
+  return nullptr;
+}
+
+DequantBf16Fn dequant_bf16_kernel(WType t, Isa isa) {
+  if (isa != Isa::avx512 || !cpu_has_avx512_vnni_bf16()) return nullptr;
+#define HW_QUANT(type, i, symbol)
+#define HW_QUANT_BF16(type, i, symbol) \
+  if (t == WType::type && isa == Isa::i) return symbol;
+#include "kernels/quant/quant.inc"
+#undef HW_QUANT
+#undef HW_QUANT_BF16
+  return nullptr;
+}
+
+}  // namespace headwise::kernels::quant

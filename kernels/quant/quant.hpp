@@ -1,0 +1,84 @@
+// Weight types stored and computed natively (never expanded to fp32 in memory): the
+// catalogue of GGUF types headwise reads, quantizes and multiplies.
+//
+// A weight matrix of a linear layer y = W·x is N rows of K elements in the type's
+// row layout (GGUF's: K / block blocks back to back, blocks.hpp). Products run against
+// activations prepared once per input row (prepare_activations): fp32 for F16, bf16
+// for BF16 (vdpbf16ps multiplies bf16 pairs), int8 blocks (BlockQ8A) for the integer
+// types, so the inner loops are integer dot products.
+//
+// Kernels: one file per type × ISA (<type>_scalar.cpp, <type>_avx2.cpp,
+// <type>_avx512.cpp), listed once in quant.inc. The avx512 files also use AVX512-VNNI
+// (vpdpbusd) and AVX512-BF16 (vdpbf16ps); quant_kernels() hands them out only on a CPU
+// that has those too (else the avx2 entry).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dispatch.hpp"
+
+namespace headwise::kernels::quant {
+
+// ggml's type ids (what GGUF stores per tensor).
+enum class WType : uint32_t {
+  f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30
+};
+
+// What a type's products take as input rows.
+enum class ActKind { f32, bf16, q8a };
+
+// y(m, n) = Σ_k W(n, k) · xa_m(k) for rows n in [n0, n1) and inputs m < M.
+// W rows are row_bytes apart, prepared input rows act_bytes apart, y rows ldy floats
+// apart (y(m, n) at y[m·ldy + n]). K is a multiple of the type's block.
+using GemvFn = void (*)(const void* w, size_t row_bytes, int64_t n0, int64_t n1, const void* xa,
+                        size_t act_bytes, int M, int64_t K, float* y, int64_t ldy);
+
+// K elements of one row: quantize (reference, scalar; K a multiple of the block) and
+// dequantize.
+using QuantizeFn = void (*)(const float* x, void* out, int64_t K);
+using DequantizeFn = void (*)(const void* w, float* out, int64_t K);
+
+struct TypeInfo {
+  WType type;
+  const char* name;  // GGUF/ggml spelling: "q4_K", "bf16", ...
+  int block;         // elements per block
+  int block_bytes;
+  ActKind act;
+  QuantizeFn quantize;
+  DequantizeFn dequantize;
+};
+
+// Null for a type not in the catalogue (f32 is not: it has its own packed path).
+const TypeInfo* type_info(WType t);
+// The catalogue's types, for tests, tools and benchmarks.
+const WType* all_types(int* count);
+// Parses "bf16", "f16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k" (case-insensitive).
+bool parse_wtype(const char* s, WType* out);
+
+// Bytes of one row of K elements (K a multiple of the block).
+inline size_t row_bytes(const TypeInfo& t, int64_t K) { return size_t(K / t.block) * t.block_bytes; }
+
+// Bytes of one prepared input row of K elements.
+size_t act_row_bytes(ActKind a, int64_t K);
+// Prepares one input row of K fp32 values for a type's products (K a multiple of
+// kQK for q8a).
+void prepare_activations(ActKind a, const float* x, void* out, int64_t K);
+// The values a prepared row stands for (what the products multiply), for references.
+void activation_values(ActKind a, const void* xa, double* out, int64_t K);
+
+// The product kernel of a type for an ISA; null if the catalogue has none (or the
+// avx512 entry on a CPU without VNNI/BF16). Looked up once by the plan, not per call.
+GemvFn gemv_kernel(WType t, Isa isa);
+
+// Rows [n0, n1) of W dequantized to bf16 into out (rows ldo elements apart): the
+// weight panel of prefill's bf16 GEMM. Null where the type × ISA has none (only avx512
+// with AVX512-BF16 converts; BF16 weights need none, they are used in place).
+using DequantBf16Fn = void (*)(const void* w, size_t row_bytes, int64_t n0, int64_t n1, int64_t K,
+                               uint16_t* out, int64_t ldo);
+DequantBf16Fn dequant_bf16_kernel(WType t, Isa isa);
+
+// True when avx512 kernels of this catalogue can run here (AVX512 F/BW/DQ/VL + VNNI + BF16).
+bool cpu_has_avx512_vnni_bf16();
+
+}  // namespace headwise::kernels::quant
