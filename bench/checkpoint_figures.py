@@ -51,6 +51,10 @@ def main():
     ap.add_argument("--workdir", default="/tmp/hw_ckpt")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--bench-rounds", type=int, default=3, help="alternating bench rounds")
+    ap.add_argument("--bench-args", default="--prompt-len 128 --gen-len 32 --repeat 3",
+                    help="arguments of each headwise bench run")
+    ap.add_argument("--skip-load", action="store_true", help="only the bench comparison")
     a = ap.parse_args()
     hf = os.path.join(a.workdir, "llama-134m-hf")
     gguf = os.path.join(a.workdir, "llama-134m.gguf")
@@ -61,27 +65,27 @@ def main():
 
     load = {"gguf": [], "hf": []}
     rss = {"gguf": [], "hf": []}
-    for _ in range(a.repeat):
+    for _ in range(0 if a.skip_load else a.repeat):
         for fmt, path in (("gguf", gguf), ("hf", hf)):
             p = run(["/usr/bin/time", "-f", "maxrss %M", a.headwise, "run", path, "--tokens", "1,2,3", "-n", "3",
                      "--temp", "0", "--threads", str(a.threads)])
             load[fmt].append(float(re.search(r"load ([\d.]+) s", p.stderr).group(1)))
             rss[fmt].append(int(re.search(r"maxrss (\d+)", p.stderr).group(1)) / 1024)
     print("load (headwise run --tokens 1,2,3 -n 3; weights F32):")
-    for fmt in ("gguf", "hf"):
+    for fmt in () if a.skip_load else ("gguf", "hf"):
         mb = sizes[fmt] / 2**20
         print(f"  {fmt:4s}: file {mb:.0f} MiB, load {med(load[fmt])} s, peak RSS {med(rss[fmt])} MiB "
               f"= {statistics.median(rss[fmt]) / mb:.2f}x the file")
 
     pre = {"gguf": [], "syn": []}
     dec = {"gguf": [], "syn": []}
-    common = ["--prompt-len", "128", "--gen-len", "32", "--threads", str(a.threads), "--repeat", "3", "--no-peak"]
-    for _ in range(a.repeat):
+    common = a.bench_args.split() + ["--threads", str(a.threads), "--no-peak"]
+    for _ in range(a.bench_rounds):
         for fmt, model in (("gguf", [gguf]), ("syn", ["--synthetic", "llama-134m"])):
             p = run([a.headwise, "bench"] + model + common)
             pre[fmt].append(float(re.search(r"prefill\s+([\d.]+) tokens/s", p.stdout).group(1)))
             dec[fmt].append(float(re.search(r"decode\s+([\d.]+) tokens/s", p.stdout).group(1)))
-    print(f"bench, prompt 128, 32 decoded, {a.threads} threads ({a.repeat} alternating runs, each the median of 3):")
+    print(f"bench {a.bench_args}, {a.threads} threads ({a.bench_rounds} alternating rounds):")
     for fmt, label in (("gguf", "GGUF file"), ("syn", "--synthetic llama-134m")):
         print(f"  {label:24s}: prefill {med(pre[fmt])} tok/s, decode {med(dec[fmt])} tok/s")
     print(f"  GGUF / synthetic: prefill {statistics.median(pre['gguf']) / statistics.median(pre['syn']):.3f}, "

@@ -1,8 +1,11 @@
 // A GGUF file as a model: llama.cpp's `<arch>.*` keys → ArchConfig, its tensor names
 // (token_embd, blk.N.attn_q, ...) → the architecture's description.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 
+#include "graph/input_file.hpp"
 #include "formats/checkpoint.hpp"
 
 namespace headwise::formats {
@@ -30,8 +33,15 @@ Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::T
 }  // namespace
 
 bool is_gguf(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
+  // Only a regular file can be one (and opening a FIFO with fopen would block).
+  int fd = -1;
+  uint64_t size = 0;
+  if (!graph::open_input_file(path, "model file", &fd, &size).ok()) return false;
+  std::FILE* f = fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    return false;
+  }
   char magic[4] = {};
   const bool ok = std::fread(magic, 1, 4, f) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
   std::fclose(f);

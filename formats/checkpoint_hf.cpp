@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "graph/input_file.hpp"
+#include "graph/json_strict.hpp"
 #include "formats/checkpoint.hpp"
 #include "graph/rope_scaling.hpp"
 
@@ -22,12 +24,11 @@ bool exists(const std::string& p) {
 }
 
 Status read_json(const std::string& path, json* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found(path + ": no such file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = json::parse(ss.str(), nullptr, false);
-  if (out->is_discarded()) return format_error(path + ": not valid JSON");
+  // Regular files only, bounded in size; duplicate keys and deep nesting refused
+  // (graph/json_strict.hpp).
+  std::string text;
+  HW_RETURN_IF_ERROR(graph::read_input_file(path, "JSON file", uint64_t(256) << 20, &text));
+  HW_RETURN_IF_ERROR(graph::parse_json_strict(text.data(), text.data() + text.size(), path, out));
   if (!out->is_object()) return format_error(path + ": not a JSON object");
   return Status::Ok();
 }

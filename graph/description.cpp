@@ -2,14 +2,16 @@
 // and the field: "model.json: block[3] (linear): field 'weight' must be a string".
 #include "graph/description.hpp"
 
-#include "kernels/attention/attention.hpp"
-
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
+
+#include "graph/input_file.hpp"
+#include "graph/json_strict.hpp"
+#include "kernels/attention/attention.hpp"
 
 namespace headwise::graph {
 namespace {
@@ -50,11 +52,16 @@ class Parser {
     return Status::Ok();
   }
 
+  // A float field: a finite number within float's range (1e300 would become inf).
   Status number(const json& obj, const std::string& where, const char* key, float* out) const {
     if (!obj.contains(key)) return Status::Ok();
     const json& v = obj.at(key);
     if (!v.is_number()) return fail(where, std::string("field '") + key + "' must be a number");
-    *out = v.get<float>();
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || std::fabs(x) > double(FLT_MAX))
+      return fail(where, std::string("field '") + key + "' is " + json_brief(v) +
+                             ", not a finite 32-bit float");
+    *out = static_cast<float>(x);
     return Status::Ok();
   }
 
@@ -114,8 +121,16 @@ class Parser {
       return fail("settings", "n_heads (" + std::to_string(s->n_heads) +
                                   ") is not divisible by n_kv_heads (" + std::to_string(s->n_kv_heads) + ")");
     if (s->head_dim > kernels::kMaxHeadDim)
-      return fail("settings", "head_dim " + std::to_string(s->head_dim) + " is above the supported " +
-                                  std::to_string(kernels::kMaxHeadDim) + " (kernels/attention/attention.hpp says why)");
+      return fail("settings", "head_dim " + std::to_string(s->head_dim) + " is above " +
+                                  std::to_string(kernels::kMaxHeadDim) +
+                                  ", a limit of this build (kernels/attention/attention.hpp says why)");
+    // Widths are ints downstream: n_heads × head_dim must not wrap (2^29 heads of 8
+    // would come out as 64 and pass every shape check).
+    for (auto [name, heads] : {std::pair{"n_heads", s->n_heads}, {"n_kv_heads", s->n_kv_heads}})
+      if (int64_t(heads) * s->head_dim > kMaxFeatures)
+        return fail("settings", std::string(name) + " × head_dim = " + std::to_string(heads) + " × " +
+                                    std::to_string(s->head_dim) + " is above " + std::to_string(kMaxFeatures) +
+                                    " features, a limit of this build");
     HW_RETURN_IF_ERROR(number(o, "settings", "norm_eps", &s->norm_eps));
     if (!(s->norm_eps > 0.0f)) return fail("settings", "field 'norm_eps' must be > 0");
     HW_RETURN_IF_ERROR(number(o, "settings", "rope_theta", &s->rope_theta));
@@ -173,8 +188,9 @@ class Parser {
       const json& v = o.at("split");
       if (!v.is_array()) return fail(where, "field 'split' must be an array of widths");
       for (const json& e : v) {
-        if (!e.is_number_integer() || e.get<long long>() <= 0)
-          return fail(where, "field 'split' must hold positive integers");
+        if (!e.is_number_integer() || e.get<long long>() <= 0 || e.get<long long>() > kMaxFeatures)
+          return fail(where, "field 'split' must hold positive integers up to " +
+                                 std::to_string(kMaxFeatures) + ", got " + json_brief(e));
         n->split.push_back(e.get<int>());
       }
     }
@@ -231,11 +247,7 @@ class Parser {
 
   Status parse(const std::string& text, ModelDesc* d) const {
     json root;
-    try {
-      root = json::parse(text);
-    } catch (const json::parse_error& e) {
-      return fail("", std::string("malformed JSON: ") + e.what());
-    }
+    HW_RETURN_IF_ERROR(parse_json_strict(text.data(), text.data() + text.size(), path_, &root));
     if (!root.is_object()) return fail("", "the description must be a JSON object");
     static const std::set<std::string> known = {"format", "name", "weights", "tokenizer",
                                                 "settings", "embed", "block", "head", "comment"};
@@ -251,6 +263,7 @@ class Parser {
     std::string weights, tokenizer;
     if (!root.contains("weights")) return fail("", "missing field 'weights'");
     HW_RETURN_IF_ERROR(string(root, "", "weights", &weights));
+    if (weights.empty()) return fail("", "field 'weights' is empty (it names the .safetensors file)");
     HW_RETURN_IF_ERROR(string(root, "", "tokenizer", &tokenizer));
     d->weights_file = resolve(d->dir, weights);
     d->tokenizer_file = resolve(d->dir, tokenizer);
@@ -258,6 +271,15 @@ class Parser {
     HW_RETURN_IF_ERROR(section(root, "embed", true, &d->embed));
     HW_RETURN_IF_ERROR(section(root, "block", true, &d->block));
     HW_RETURN_IF_ERROR(section(root, "head", true, &d->head));
+    // The block is repeated n_layers times when the graph is built: bound the total
+    // before anything is allocated for it.
+    const int64_t nodes = int64_t(d->settings.n_layers) * int64_t(d->block.size()) +
+                          int64_t(d->embed.size() + d->head.size());
+    if (nodes > kMaxNodes)
+      return fail("settings", "n_layers " + std::to_string(d->settings.n_layers) + " × " +
+                                  std::to_string(d->block.size()) + " block nodes makes " +
+                                  std::to_string(nodes) + " nodes, above " + std::to_string(kMaxNodes) +
+                                  ", a limit of this build");
     return Status::Ok();
   }
 
@@ -276,12 +298,9 @@ Status parse_description(const std::string& text, const std::string& path, Model
 }
 
 Status load_description(const std::string& path, ModelDesc* out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found(path + ": cannot open the model description");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return io_error(path + ": read error");
-  return parse_description(ss.str(), path, out);
+  std::string text;
+  HW_RETURN_IF_ERROR(read_input_file(path, "model description", kMaxDescriptionBytes, &text));
+  return parse_description(text, path, out);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // together and match the weights is checked when the graph is built (graph.hpp).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,13 @@ struct ModelDesc {
   Settings settings;
   std::vector<NodeDesc> embed, block, head;
 };
+
+// Limits of this build, checked while parsing (before anything is sized from them):
+// the width of any activation (n_heads × head_dim, split widths), the nodes of the
+// expanded graph (n_layers × block + embed + head) and the size of a description file.
+constexpr int64_t kMaxFeatures = int64_t(1) << 20;
+constexpr int64_t kMaxNodes = int64_t(1) << 16;
+constexpr uint64_t kMaxDescriptionBytes = uint64_t(64) << 20;
 
 // Parses description text; `path` is used for messages and to resolve relative files.
 Status parse_description(const std::string& text, const std::string& path, ModelDesc* out);

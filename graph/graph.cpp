@@ -72,6 +72,8 @@ const float* WeightSet::f32(const TensorView& t) {
 
 namespace {
 
+constexpr int64_t kMaxDim = int64_t(1) << 30;
+
 std::string with_layer(const std::string& s, int layer) {
   std::string r = s;
   const std::string key = "{layer}";
@@ -135,6 +137,13 @@ class Builder {
       if (!t)
         return fail(n->where, std::string(is_bias ? "bias" : "weight") + " tensor '" + *name +
                                   "' is not in " + g_->weights->path());
+      // Widths and row counts are ints downstream; a dimension of 0 (legal in safetensors)
+      // or past kMaxDim would be truncated or make an empty weight.
+      for (int64_t d : t->shape)
+        if (d < 1 || d > kMaxDim)
+          return fail(n->where, std::string(is_bias ? "bias" : "weight") + " tensor '" + *name +
+                                    "' has shape " + t->shape_str() + "; every dimension must be in 1.." +
+                                    std::to_string(kMaxDim) + " (a limit of this build)");
       if (!is_bias) {
         if (t->shape.size() == 1) {
           n->w_rows = 1;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "graph/input_file.hpp"
 #include "graph/weights.hpp"
 
 namespace headwise::graph {
@@ -17,32 +18,15 @@ Status MappedFile::open(const std::string& path, std::unique_ptr<MappedFile>* ou
   out->reset();
 
   // open() then fstat() on the descriptor: the checks and the mapping see the same
-  // file even if the path is replaced meanwhile.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) return not_found(path + ": no such file");
-    return io_error(path + ": cannot open for reading: " + std::strerror(err));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return io_error(path + ": cannot stat: " + std::strerror(err));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return io_error(path + ": is a directory, not a file");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    // A pipe or device has no size to map.
-    ::close(fd);
-    return io_error(path + ": not a regular file");
-  }
+  // file even if the path is replaced meanwhile. Only regular files: a FIFO or a
+  // device has no size to map (and opening a FIFO would wait for a writer).
+  int fd = -1;
+  uint64_t size = 0;
+  HW_RETURN_IF_ERROR(open_input_file(path, "weights file", &fd, &size));
 
   std::unique_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
-  file->size_ = static_cast<size_t>(st.st_size);
+  file->size_ = static_cast<size_t>(size);
   if (file->size_ > 0) {  // mmap rejects a length of 0; an empty file maps to nothing
     void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "graph/memory.hpp"
 #include "graph/rope_scaling.hpp"
 #include "kernels/elementwise/elementwise.hpp"
 
@@ -106,6 +107,12 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
     }
   }
   const Settings& s = g.settings;
+  // Hostile input (issue 12): the tables are sized by max_seq_len from the model file.
+  const uint64_t rope_bytes = 2 * uint64_t(s.max_seq_len) * uint64_t(s.head_dim / 2) * sizeof(float);
+  if (rope_bytes > available_memory_bytes())
+    return out_of_memory("the RoPE tables for max_seq_len " + std::to_string(s.max_seq_len) + " positions need " +
+                         mib_str(rope_bytes) + ", more than the " + mib_str(available_memory_bytes()) +
+                         " of memory available");
   plan->rope_cos.resize(size_t(s.max_seq_len) * (s.head_dim / 2));
   plan->rope_sin.resize(plan->rope_cos.size());
   if (s.head_dim >= 2)

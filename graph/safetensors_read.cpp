@@ -6,6 +6,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "graph/json_strict.hpp"
 #include "graph/weights.hpp"
 
 namespace headwise::graph {
@@ -62,19 +63,19 @@ Status parse_entry(const std::string& path, const std::string& name, const json&
   for (const json& d : *sh) {
     uint64_t n;
     if (!as_u64(d, &n) || n > uint64_t(INT64_MAX))
-      return format_error(at + "'shape' " + sh->dump() + " is not a list of non-negative integers");
+      return format_error(at + "'shape' " + json_brief(*sh) + " is not a list of non-negative integers");
     out->view.shape.push_back(static_cast<int64_t>(n));
     overflow |= __builtin_mul_overflow(numel, n, &numel);
   }
   uint64_t nbytes = 0;
   overflow |= __builtin_mul_overflow(numel, uint64_t(dtype_size(out->view.dtype)), &nbytes);
-  if (overflow) return format_error(at + "shape " + sh->dump() + " overflows a 64-bit size");
+  if (overflow) return format_error(at + "shape " + json_brief(*sh) + " overflows a 64-bit size");
 
   auto off = e.find("data_offsets");
   if (off == e.end()) return format_error(at + "missing 'data_offsets'");
   if (!off->is_array() || off->size() != 2 || !as_u64((*off)[0], &out->begin) ||
       !as_u64((*off)[1], &out->end))
-    return format_error(at + "'data_offsets' " + off->dump() +
+    return format_error(at + "'data_offsets' " + json_brief(*off) +
                         " is not two non-negative integers [begin, end]");
   if (out->begin > out->end)
     return format_error(at + "data_offsets begin " + std::to_string(out->begin) + " > end " +
@@ -84,7 +85,7 @@ Status parse_entry(const std::string& path, const std::string& name, const json&
                         " is beyond the data section of " + std::to_string(data_size) + " bytes");
   if (out->end - out->begin != nbytes)
     return format_error(at + "data_offsets span " + std::to_string(out->end - out->begin) +
-                        " bytes but shape " + sh->dump() + " of " + dt->get<std::string>() +
+                        " bytes but shape " + json_brief(*sh) + " of " + dt->get<std::string>() +
                         " needs " + std::to_string(nbytes));
   out->view.name = name;
   out->view.nbytes = static_cast<size_t>(nbytes);
@@ -123,16 +124,19 @@ Status SafetensorsFile::open(const std::string& path, std::unique_ptr<Safetensor
     return format_error(path + ": header length " + std::to_string(header_len) +
                         " is larger than the " + std::to_string(size - 8) +
                         " bytes that follow the header length field");
+  // The format's own limit (safetensors refuses larger headers too).
+  constexpr uint64_t kMaxHeaderBytes = 100000000;
+  if (header_len > kMaxHeaderBytes)
+    return format_error(path + ": header length " + std::to_string(header_len) +
+                        " is above the format's limit of " + std::to_string(kMaxHeaderBytes) + " bytes");
   const char* text = reinterpret_cast<const char*>(base + 8);
   const uint8_t* data = base + 8 + header_len;
   const uint64_t data_size = size - 8 - header_len;
 
+  // Duplicate tensor names are refused here (JSON keys); so is nesting deeper than
+  // any header needs.
   json header;
-  try {
-    header = json::parse(text, text + header_len);
-  } catch (const json::exception& e) {
-    return format_error(path + ": header is not valid JSON: " + e.what());
-  }
+  HW_RETURN_IF_ERROR(parse_json_strict(text, text + header_len, path + ": header", &header));
   if (!header.is_object())
     return format_error(path + ": header is JSON " + header.type_name() + ", not an object");
 

@@ -40,6 +40,10 @@ Status infer_widths(const Graph& g, const std::string& path, Node* n, std::vecto
       if (n->w_rows != s.vocab_size)
         return fail("weight '" + n->weight_name + "' has shape " + dims(n->w_rows, n->w_cols) +
                     "; expected " + std::to_string(s.vocab_size) + " rows (settings.vocab_size)");
+      if (n->w_cols != s.d_model)
+        return fail("weight '" + n->weight_name + "' has shape " + dims(n->w_rows, n->w_cols) +
+                    " but settings.d_model is " + std::to_string(s.d_model) + "; expected [" +
+                    std::to_string(s.vocab_size) + ", " + std::to_string(s.d_model) + "]");
       widths->push_back(static_cast<int>(n->w_cols));
       return Status::Ok();
     case OpKind::pos_embedding:
@@ -100,17 +104,23 @@ Status infer_widths(const Graph& g, const std::string& path, Node* n, std::vecto
       widths->push_back(width(0));
       return Status::Ok();
     case OpKind::attention: {
+      // (descriptions are checked when parsed; llama2.c checkpoints and presets reach here directly)
+      if (s.head_dim < 1 || s.head_dim > 256)
+        return fail("head_dim " + std::to_string(s.head_dim) +
+                    " is outside 1..256, a limit of this build (its attention kernels)");
       n->heads = s.n_heads;
       n->kv_heads = s.n_kv_heads;
       n->head_dim = s.head_dim;
-      const int qw = s.n_heads * s.head_dim, kvw = s.n_kv_heads * s.head_dim;
+      // 64-bit: the description bounds these products, but a wrap here would let a huge
+      // head count pass the width checks and send attention outside its buffers.
+      const int64_t qw = int64_t(s.n_heads) * s.head_dim, kvw = int64_t(s.n_kv_heads) * s.head_dim;
       if (width(0) != qw)
         return fail("q " + name(0) + " has " + std::to_string(width(0)) + " features; expected n_heads × head_dim = " + std::to_string(qw));
       for (int i : {1, 2})
         if (width(i) != kvw)
           return fail(std::string(i == 1 ? "k " : "v ") + name(i) + " has " + std::to_string(width(i)) +
                       " features; expected n_kv_heads × head_dim = " + std::to_string(kvw));
-      widths->push_back(qw);
+      widths->push_back(static_cast<int>(qw));
       return Status::Ok();
     }
     case OpKind::add:

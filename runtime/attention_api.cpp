@@ -1,5 +1,6 @@
 // The public attention entry points: validate, pick the kernel of the active ISA, give
 // it workspace, run. Kernels themselves never allocate or report errors.
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -35,7 +36,18 @@ Status validate(const AttentionParams& a, const AttnInput& q, const AttnKvInput&
                             std::to_string(a.q_len) + " > kv_len " + std::to_string(a.kv_len));
   if (!(a.scale >= 0.0f) || std::isinf(a.scale))
     return invalid_argument("attention: scale must be finite and >= 0 (0 = 1/sqrt(head_dim))");
-  if (a.threads < 0) return invalid_argument("attention: threads must be >= 0");
+  if (a.threads < 0 || a.threads > kMaxThreads)
+    return invalid_argument("attention: threads " + std::to_string(a.threads) + " is outside 0.." +
+                            std::to_string(kMaxThreads));
+  // The kernels count tasks and rows in int (batch × q_heads × query tiles, q_len ×
+  // q_heads): bound the products in 64 bits so nothing wraps into "no work" and OK.
+  const int64_t rows = int64_t(a.batch) * a.q_heads * a.q_len;
+  const int64_t keys = int64_t(a.batch) * a.kv_heads * a.kv_len;
+  if (rows > INT32_MAX || keys > INT32_MAX)
+    return invalid_argument("attention: batch × heads × positions is " + std::to_string(rows > keys ? rows : keys) +
+                            " (batch " + std::to_string(a.batch) + ", q_heads " + std::to_string(a.q_heads) +
+                            ", q_len " + std::to_string(a.q_len) + ", kv_heads " + std::to_string(a.kv_heads) +
+                            ", kv_len " + std::to_string(a.kv_len) + "), above 2^31 - 1, a limit of this build");
   if (a.kv_type != KvType::f32 && a.kv_type != KvType::f16 && a.kv_type != KvType::bf16)
     return invalid_argument("attention: kv_type " + std::to_string(int(a.kv_type)) +
                             " is not f32 (0), f16 (1) or bf16 (2)");
@@ -78,7 +90,8 @@ Status attention(const AttentionParams& params, AttnInput q, AttnKvInput k, Attn
   const kernels::AttnKernel& kern = kernels::attn_kernel(kernels::active_isa(), p.kv_type);
   const kernels::AttnPlan plan = kernels::plan_attention(kern, p, params.threads);
   float* ws = thread_workspace(plan.workspace_floats());
-  if (!ws) return Status(StatusCode::internal, "attention: out of memory for workspace");
+  if (!ws) return out_of_memory("attention: out of memory for a workspace of " +
+                                std::to_string(plan.workspace_floats()) + " floats");
   kernels::run_attention(kern, p, plan, ws);
   return Status::Ok();
 }

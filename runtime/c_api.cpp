@@ -76,7 +76,7 @@ Status protect(F&& f) noexcept {
   try {
     return f();
   } catch (const std::bad_alloc&) {
-    return Status(headwise::StatusCode::internal, "out of memory");
+    return Status(headwise::StatusCode::out_of_memory, "out of memory");
   } catch (const std::exception& e) {
     try {
       return Status(headwise::StatusCode::internal, std::string("internal error: ") + e.what());
@@ -257,9 +257,10 @@ hw_status hw_session_open(const hw_model* model, const hw_session_options* opts,
                   if (!out) return null_arg("hw_session_open", "out");
                   headwise::SessionOptions o;
                   if (opts) {
-                    if (opts->threads < 0)
+                    if (opts->threads < 0 || opts->threads > headwise::kMaxThreads)
                       return invalid_argument("hw_session_open: threads " +
-                                              std::to_string(opts->threads) + " is negative");
+                                              std::to_string(opts->threads) + " is outside 0.." +
+                                              std::to_string(headwise::kMaxThreads));
                     o.threads = opts->threads;
                     o.max_context = opts->max_context;
                     if (opts->kv_type != HW_KV_F32 && opts->kv_type != HW_KV_F16 &&
@@ -319,9 +320,10 @@ hw_status hw_session_decode_batch(hw_session* const* sessions, const int32_t* to
                   if (n <= 0)
                     return invalid_argument("hw_session_decode_batch: n is " + std::to_string(n) +
                                             " (at least 1 session)");
-                  if (threads < 0)
+                  if (threads < 0 || threads > headwise::kMaxThreads)
                     return invalid_argument("hw_session_decode_batch: threads " +
-                                            std::to_string(threads) + " is negative");
+                                            std::to_string(threads) + " is outside 0.." +
+                                            std::to_string(headwise::kMaxThreads));
                   std::vector<headwise::Session*> s(n);
                   for (int i = 0; i < n; ++i) {
                     if (!sessions[i])
@@ -395,9 +397,10 @@ hw_status hw_session_reset(hw_session* session) {
 hw_status hw_session_set_threads(hw_session* session, int threads) {
   return record(protect([&]() -> Status {
                   if (!session) return null_arg("hw_session_set_threads", "session");
-                  if (threads < 0)
+                  if (threads < 0 || threads > headwise::kMaxThreads)
                     return invalid_argument("hw_session_set_threads: threads " +
-                                            std::to_string(threads) + " is negative");
+                                            std::to_string(threads) + " is outside 0.." +
+                                            std::to_string(headwise::kMaxThreads));
                   session->session->set_threads(threads);
                   return Status::Ok();
                 }),

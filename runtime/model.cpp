@@ -10,6 +10,7 @@
 #include "headwise/model.hpp"
 #include "runtime/model_builder.hpp"
 #include "runtime/session_buffers.hpp"
+#include "runtime/session_memory.hpp"
 #include "runtime/tokenizer_load.hpp"
 
 namespace headwise {
@@ -137,7 +138,9 @@ Status Model::load(const std::string& path_in, const ModelOptions& options,
 
 Status Model::open_session(const SessionOptions& o, std::unique_ptr<Session>* out) const {
   const graph::Settings& s = plan_->graph.settings;
-  if (o.threads < 0) return invalid_argument("open_session: threads must be >= 0");
+  if (o.threads < 0 || o.threads > kMaxThreads)
+    return invalid_argument("open_session: threads " + std::to_string(o.threads) + " is outside 0.." +
+                            std::to_string(kMaxThreads));
   if (o.max_context < 0 || o.max_context > s.max_seq_len)
     return invalid_argument("open_session: max_context " + std::to_string(o.max_context) +
                             " is outside 0..max_seq_len (" + std::to_string(s.max_seq_len) + ")");
@@ -154,6 +157,8 @@ Status Model::open_session(const SessionOptions& o, std::unique_ptr<Session>* ou
   session->all_logits_on_ = o.all_logits;
   session->profile_ = o.profile;
   session->hook_ = o.attention_hook;
+  HW_RETURN_IF_ERROR(check_session_memory(*plan_, session->max_context_, session->max_chunk_, o.all_logits,
+                                          o.memory_limit));
   HW_RETURN_IF_ERROR(SessionBuffers::create(*plan_, session->max_context_, session->max_chunk_,
                                             o.all_logits, o.kv_type, &session->buf_));
   *out = std::move(session);

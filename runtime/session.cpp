@@ -113,7 +113,7 @@ Status Session::decode_batch(Session* const* sessions, const int32_t* tokens, in
   // arena and logits hold nothing between steps).
   SessionBuffers& lb = *sessions[0]->buf_;
   if (!lb.arena.resize(size_t(plan.graph.arena_cols) * n) || !lb.logits.resize(size_t(n) * vocab))
-    return Status(StatusCode::internal, "decode_batch: out of memory for " + std::to_string(n) + " rows");
+    return out_of_memory("decode_batch: out of memory for " + std::to_string(n) + " rows");
   if (lb.pos.size() < size_t(n)) lb.pos.resize(n);
   int32_t* pos = lb.pos.data();
   float* logits = lb.logits.data();

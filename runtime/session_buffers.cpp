@@ -37,7 +37,7 @@ Status SessionBuffers::create(const graph::Plan& plan, int max_context, int max_
   const size_t logits = size_t(all_logits ? max_chunk : 1) * g.settings.vocab_size;
   if (!b->kv.resize(kv) || !b->arena.resize(arena) || !b->logits.resize(logits) ||
       !b->linear_scratch_for(plan, max_chunk))
-    return Status(StatusCode::internal,
+    return out_of_memory(
                   "out of memory opening a session: KV cache " + std::to_string(kv * 4 >> 20) +
                       " MiB, activations " + std::to_string(arena * 4 >> 20) + " MiB");
   b->pos.resize(max_chunk);

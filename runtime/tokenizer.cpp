@@ -3,15 +3,20 @@
 // decode side and accessors of every other tokenizer (encoding: tokenizer_encode.cpp).
 #include "headwise/tokenizer.hpp"
 
+#include <unistd.h>
+
 #include "runtime/tokenizer_state.hpp"
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
+
+#include "graph/input_file.hpp"
 
 namespace headwise {
 namespace {
@@ -66,8 +71,21 @@ Status Tokenizer::load(const std::string& path, int vocab_size, std::unique_ptr<
   if (out == nullptr) return invalid_argument("Tokenizer::load(" + path + "): null output pointer");
   if (vocab_size <= 0)
     return invalid_argument(path + ": vocab_size must be positive, got " + std::to_string(vocab_size));
-  File f(std::fopen(path.c_str(), "rb"));
-  if (!f) return not_found(path + ": cannot open tokenizer file: " + std::strerror(errno));
+  // Hostile input (issue 12): only a regular file is read (a FIFO would block, a
+  // device never ends); a large vocabulary the file cannot hold (8 bytes a piece at
+  // least) is refused before anything is sized from it (a small one is reported below
+  // at the piece where the file ends).
+  int fd = -1;
+  uint64_t file_size = 0;
+  HW_RETURN_IF_ERROR(graph::open_input_file(path, "tokenizer file", &fd, &file_size));
+  File f(fdopen(fd, "rb"));
+  if (!f) {
+    ::close(fd);
+    return io_error(path + ": cannot read the tokenizer file: " + std::strerror(errno));
+  }
+  if (vocab_size > (1 << 16) && file_size < 4 + 8 * uint64_t(vocab_size))
+    return format_error(path + ": truncated: " + std::to_string(file_size) + " bytes cannot hold the " +
+                        std::to_string(vocab_size) + " pieces of the vocabulary (8 bytes each at least)");
 
   auto tok = std::make_unique<Tokenizer>();
   int32_t max_len = 0;
@@ -92,6 +110,17 @@ Status Tokenizer::load(const std::string& path, int vocab_size, std::unique_ptr<
     if (len > 0 && std::fread(&p[0], 1, len, f.get()) != size_t(len))
       return format_error(where + ": truncated inside its " + std::to_string(len) + "-byte piece");
   }
+
+  // Hostile input (issue 12): bytes after the last piece mean the file holds more
+  // pieces than the vocabulary (or is something else); a NaN score has no order.
+  if (std::fgetc(f.get()) != EOF)
+    return format_error(path + ": trailing bytes after the " + std::to_string(vocab_size) +
+                        " pieces of the vocabulary (the file holds more pieces than the model's "
+                        "vocab_size, or is not a tokenizer.bin)");
+  for (int i = 0; i < vocab_size; ++i)
+    if (std::isnan(tok->scores_[i]))
+      return format_error(path + ": token " + std::to_string(i) + " of " + std::to_string(vocab_size) +
+                          ": its score is NaN");
 
   tok->index_llama2c();
   *out = std::move(tok);

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/input_file.hpp"
+#include "graph/json_strict.hpp"
 #include "runtime/tokenizer_config.hpp"
 #include "runtime/tokenizer_load.hpp"
 #include "runtime/tokenizer_steps.hpp"
@@ -30,16 +32,9 @@ constexpr int64_t kMaxVocab = int64_t(1) << 24;
 
 const std::string kMeta = "\xE2\x96\x81";  // ▁
 
+// Regular files only (a FIFO would block, a device never ends), at most kMaxJsonBytes.
 Status read_file(const std::string& path, std::string* out) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) return not_found(path + ": cannot open");
-  const std::streamoff size = f.tellg();
-  if (size < 0) return io_error(path + ": cannot read its size");
-  if (size > kMaxJsonBytes) return format_error(path + ": " + std::to_string(size) + " bytes is too large for a tokenizer file");
-  out->resize(size_t(size));
-  f.seekg(0);
-  if (size > 0 && !f.read(&(*out)[0], size)) return io_error(path + ": read failed");
-  return Status::Ok();
+  return graph::read_input_file(path, "tokenizer file", uint64_t(kMaxJsonBytes), out);
 }
 
 std::string type_of(const json& j) {
@@ -401,10 +396,10 @@ Status config_from_json(const json& root, const std::string& src, const json* tc
   return Status::Ok();
 }
 
+// Duplicate keys and nesting deeper than graph::kMaxJsonDepth are refused: nlohmann
+// would keep the last duplicate silently, and recurse once per level when freeing.
 Status parse_json(const std::string& text, const std::string& label, json* out) {
-  *out = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (out->is_discarded()) return format_error(label + ": not valid JSON");
-  return Status::Ok();
+  return graph::parse_json_strict(text.data(), text.data() + text.size(), label, out);
 }
 
 // An optional JSON file beside tokenizer.json; absent is fine, malformed is an error.

@@ -48,11 +48,18 @@ ApiError prompt_tokens(Context& cx, const ParsedRequest& r, std::vector<int32_t>
   const int vocab = cx.model->info().vocab_size;
   if (r.chat) {
     if (cx.chat_template == ChatTemplate::none)
-      return bad_request("this model has no chat template headwise can render (ChatML, Llama 3, Llama 2/Mistral "
-                         "[INST]); start the server with --chat-template chatml|llama3|llama2, or use /v1/completions",
+      return bad_request(std::string(cx.opt.model_chat_template.empty()
+                                         ? "this model has no chat template"
+                                         : "this model's chat template is not one headwise renders") +
+                             " (ChatML, Llama 3, Llama 2/Mistral [INST]); start the server with "
+                             "--chat-template chatml|llama3|llama2, or use /v1/completions",
                          "messages", "chat_template_missing");
     if (!tok) return bad_request("this model has no tokenizer; chat needs one", "messages");
-    *out = tok->encode(render_chat(cx.chat_template, r.messages), true);
+    // The template's markers (<|im_start|>, <|eot_id|>, ...) are the special tokens.
+    EncodeOptions eo;
+    eo.add_special = true;
+    eo.parse_special = true;
+    *out = tok->encode(render_chat(cx.chat_template, r.messages), eo);
   } else if (r.prompt_is_tokens) {
     for (int32_t id : r.prompt_tokens)
       if (id >= vocab)

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/json_strict.hpp"
+
 namespace headwise::server {
 namespace {
 
@@ -157,8 +159,10 @@ ApiError parse_max_tokens(const json& body, const char* field, ParsedRequest* ou
 }
 
 ApiError parse_object(const std::string& body, json* j) {
-  *j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j->is_discarded()) return bad_request("the request body is not valid JSON");
+  // Strict (graph/json_strict.hpp): a body nested 100,000 deep would overflow the stack
+  // when nlohmann frees it, and a duplicate key would be read as its last value.
+  const Status s = graph::parse_json_strict(body.data(), body.data() + body.size(), "the request body", j);
+  if (!s.ok()) return bad_request(s.message());
   if (!j->is_object()) return bad_request(std::string("the request body must be a JSON object, got ") + type_name(*j));
   return {};
 }

@@ -25,6 +25,7 @@ struct ServeOptions {
   size_t max_body_bytes = 1 << 20; // larger request bodies: 413
   int http_threads = 0;            // 0: max_sessions + queue + 16
   ChatTemplate chat_template = ChatTemplate::none;  // forced, else from the model
+  std::string model_chat_template;  // the model's Jinja text ("" if none), for messages
   SchedulerOptions scheduler;
 };
 

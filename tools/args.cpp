@@ -1,7 +1,10 @@
 #include "tools/args.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
+
+#include "headwise/limits.hpp"
 
 namespace headwise::tools {
 
@@ -77,6 +80,23 @@ double Args::number(const std::string& name, double def) const {
   if (errno || end == it->second.c_str() || *end != '\0') {
     if (error_.empty()) error_ = "option --" + name + ": '" + it->second + "' is not a number";
     return def;
+  }
+  // strtod reads "nan" and "inf"; no option of headwise means either.
+  if (!std::isfinite(v)) {
+    if (error_.empty()) error_ = "option --" + name + ": '" + it->second + "' is not a finite number";
+    return def;
+  }
+  return v;
+}
+
+long long Args::threads(const std::string& name) const {
+  const long long v = integer(name, 0);
+  if (v < 0 || v > kMaxThreads) {
+    if (error_.empty())
+      error_ = "option --" + name + ": " + std::to_string(v) + " is outside 0.." +
+               std::to_string(kMaxThreads) + " (0: all cores; " + std::to_string(kMaxThreads) +
+               " is the most headwise accepts)";
+    return 0;
   }
   return v;
 }

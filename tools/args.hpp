@@ -25,7 +25,9 @@ class Args {
   // (checked with ok()) and return the default.
   std::string str(const std::string& name, const std::string& def = "") const;
   long long integer(const std::string& name, long long def) const;
-  double number(const std::string& name, double def) const;
+  double number(const std::string& name, double def) const;  // finite numbers only
+  // A thread count: 0 (all cores) .. kMaxThreads; anything else records an error.
+  long long threads(const std::string& name = "threads") const;
   bool ok() const { return error_.empty(); }
 
  private:

@@ -114,6 +114,7 @@ int cmd_bench_attention(int argc, char** argv) {
         positive("threads", threads), positive("repeat", repeat)})
     if (!err.empty()) return usage_error(err);
   if (warmup < 0 || warmup > INT_MAX) return usage_error("--warmup must be >= 0");
+  if (threads > kMaxThreads) return usage_error("--threads must be at most " + std::to_string(kMaxThreads));
   if (heads % kv_heads != 0)
     return usage_error("--heads (" + std::to_string(heads) + ") must be a multiple of --kv-heads (" +
                        std::to_string(kv_heads) + ")");

@@ -474,6 +474,7 @@ int cmd_bench_model(int argc, char** argv) {
         in_range("threads", threads, 1), in_range("warmup", warmup, 0), in_range("repeat", repeat, 1),
         in_range("seed", seed, 0)})
     if (!err.empty()) return usage_error(err);
+  if (threads > kMaxThreads) return usage_error("--threads must be at most " + std::to_string(kMaxThreads));
   const bool json = args.has("json"), by_layer = args.has("by-layer");
   const std::string trace_path = args.str("trace");
   if (args.has("trace") && trace_path.empty()) return usage_error("--trace needs a file name");

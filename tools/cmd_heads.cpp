@@ -16,7 +16,8 @@ namespace {
 void usage(std::FILE* f) {
   std::fprintf(f,
       "usage: headwise heads [MODEL] [options]\n"
-      "  MODEL            model.json, a folder with model.json, or a llama2.c checkpoint .bin\n"
+      "  MODEL            model.json, a folder with model.json, a GGUF file, a Hugging Face\n"
+      "                   folder (config.json + safetensors), or a llama2.c checkpoint .bin\n"
       "                   (default: %s if present, else a built-in random model)\n"
       "  --tokenizer FILE tokenizer.bin (default for the default model: %s)\n"
       "  --text FILE      score the heads on this text (its first context-many tokens) and\n"
@@ -51,7 +52,7 @@ int cmd_heads(int argc, char** argv) {
     usage(stdout);
     return 0;
   }
-  const long long seed = a.integer("seed", 1), threads = a.integer("threads", 0);
+  const long long seed = a.integer("seed", 1), threads = a.threads();
   if (!a.ok() || seed < 0 || threads < 0 || a.positional().size() > 1 ||
       (a.has("synthetic") && !a.positional().empty())) {
     std::fprintf(stderr, "headwise heads: %s\n",
@@ -62,10 +63,8 @@ int cmd_heads(int argc, char** argv) {
   std::string label;
   if (!load_model_arg("heads", a, &model, &label)) return 1;
   std::string text = kHeadsDefaultText;
-  if (a.has("text") && !read_text_file(a.str("text"), &text)) {
-    std::fprintf(stderr, "headwise heads: cannot read --text %s\n", a.str("text").c_str());
-    return 1;
-  }
+  if (a.has("text"))
+    if (Status s = read_text_file(a.str("text"), &text); !s.ok()) return fail(s);
   const std::vector<int32_t> ids = encode_for(*model, text);
 
   RoleOptions ro;

@@ -25,7 +25,8 @@ namespace {
 void usage(std::FILE* f) {
   std::fprintf(f,
       "usage: headwise maps [MODEL] [options]\n"
-      "  MODEL            model.json, a folder with model.json, or a llama2.c checkpoint .bin\n"
+      "  MODEL            model.json, a folder with model.json, a GGUF file, a Hugging Face\n"
+      "                   folder (config.json + safetensors), or a llama2.c checkpoint .bin\n"
       "                   (default: %s if present, else a built-in random model)\n"
       "  --tokenizer FILE tokenizer.bin (default for the default model: %s)\n"
       "  --prompt TEXT    the text whose attention is shown (default: \"%s\")\n"
@@ -101,7 +102,7 @@ int cmd_maps(int argc, char** argv) {
     usage(stdout);
     return 0;
   }
-  const long long threads = a.integer("threads", 0);
+  const long long threads = a.threads();
   if (!a.ok() || threads < 0 || a.positional().size() > 1 || (a.has("synthetic") && !a.positional().empty()) ||
       (a.has("o") && a.has("output"))) {
     std::fprintf(stderr, "headwise maps: %s\n",
@@ -123,6 +124,15 @@ int cmd_maps(int argc, char** argv) {
   req.threads = static_cast<int>(threads);
   AttentionMaps maps;
   if (Status s = attention_maps(*model, ids, req, &maps); !s.ok()) return fail(s.message());
+  // NaN or inf in a map means the model's weights or activations are not finite: its
+  // pictures would be noise (and a colour can only be looked up for a number).
+  for (size_t l = 0; l < maps.w.size(); ++l)
+    for (size_t h = 0; h < maps.w[l].size(); ++h)
+      for (float x : maps.w[l][h])
+        if (!std::isfinite(x))
+          return fail(label + ": the attention weights of layer " + std::to_string(l) + ", head " +
+                      std::to_string(h) + " are not finite (NaN or inf): the model's weights or "
+                      "activations are not finite numbers");
   RoleTable roles;
   const bool have_roles = ids.size() >= 2;
   if (have_roles) {
@@ -134,7 +144,7 @@ int cmd_maps(int argc, char** argv) {
   std::vector<int32_t> text_ids;
   if (a.has("text")) {
     std::string text;
-    if (!read_text_file(a.str("text"), &text)) return fail("cannot read --text " + a.str("text"));
+    if (Status s = read_text_file(a.str("text"), &text); !s.ok()) return fail(s.message());
     text_ids = encode_for(*model, text);
     if (Status s = ablation_study(*model, text_ids, req.threads, &ab); !s.ok()) return fail(s.message());
   }

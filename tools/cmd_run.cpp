@@ -62,23 +62,29 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// "1,2,3": decimal integers (an optional '-') separated by single commas; an empty
+// item ("1,2,", ",1", "1,,2"), spaces or an out-of-range value make it invalid.
 bool parse_ids(const std::string& text, std::vector<int32_t>* out) {
   size_t i = 0;
-  while (i < text.size()) {
-    size_t used = 0;
-    long long v;
-    try {
-      v = std::stoll(text.substr(i), &used);
-    } catch (...) {
-      return false;
+  for (;;) {
+    const size_t start = i;
+    if (i < text.size() && text[i] == '-') ++i;
+    long long v = 0;
+    bool digits = false;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      v = v * 10 + (text[i] - '0');
+      if (v > INT32_MAX + 1LL) return false;
+      digits = true;
+      ++i;
     }
+    if (!digits) return false;
+    if (text[start] == '-') v = -v;
     if (v < INT32_MIN || v > INT32_MAX) return false;
     out->push_back(static_cast<int32_t>(v));
-    i += used;
-    if (i < text.size() && text[i] != ',') return false;
+    if (i == text.size()) return true;
+    if (text[i] != ',') return false;
     ++i;
   }
-  return !out->empty();
 }
 
 int fail(const Status& s) {
@@ -110,9 +116,13 @@ int cmd_run(int argc, char** argv) {
   double temp = a.number("temp", 1.0);
   double top_p = a.number("top-p", 0.9);
   long long seed = a.integer("seed", 0);
-  const long long threads = a.integer("threads", 0);
+  const long long threads = a.threads();
   if (!a.ok()) {
     std::fprintf(stderr, "headwise run: %s\n", a.error().c_str());
+    return 2;
+  }
+  if (!a.positional().empty() && a.positional()[0].empty()) {
+    std::fprintf(stderr, "headwise run: MODEL is an empty path\n");
     return 2;
   }
   if (steps_arg <= 0 || temp < 0 || !(top_p > 0 && top_p <= 1) || threads < 0 ||

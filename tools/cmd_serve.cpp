@@ -35,8 +35,8 @@ void usage(std::FILE* f) {
       "  --shutdown-grace SEC on SIGTERM, time running generations get to finish (default 10)\n"
       "  --max-body BYTES     largest request body (default 1048576; larger: 413)\n"
       "  --chat-template T    chatml, llama3 or llama2: render chat with this template\n"
-      "                       (default: none, so /v1/chat/completions answers 400 until a model\n"
-      "                       carries a template headwise recognises)\n"
+      "                       (default: recognised in the model's own template; none there:\n"
+      "                       /v1/chat/completions answers 400)\n"
       "  --model-name NAME    the model id clients send (default: the file's name)\n"
       "  --http-threads N     HTTP worker threads (default: sessions + queue + 16)\n",
       names.c_str());
@@ -138,10 +138,21 @@ int cmd_serve(int argc, char** argv) {
     return usage_error("--max-context " + std::to_string(context) + " is larger than the model's context of " +
                        std::to_string(model->info().max_seq_len));
   if (a.has("model-name")) o.model_name = a.str("model-name");
-  // End of text: llama2.c models end a story with BOS (what `headwise run` stops at)
-  // and use EOS as well.
-  o.scheduler.end_tokens = {Tokenizer::kBos};
-  if (model->tokenizer()) o.scheduler.end_tokens.insert(Tokenizer::kEos);
+  // End of generation, as `headwise run` decides it: the checkpoint's ids (GGUF/HF),
+  // with the tokenizer's end-of-turn ids; llama2.c models end a text with BOS.
+  const ModelInfo& info = model->info();
+  const Tokenizer* tok = model->tokenizer();
+  if (info.eos_ids.empty()) {
+    o.scheduler.end_tokens = {Tokenizer::kBos};
+  } else {
+    o.scheduler.end_tokens.insert(info.eos_ids.begin(), info.eos_ids.end());
+    if (tok) o.scheduler.end_tokens.insert(tok->eos_ids().begin(), tok->eos_ids().end());
+  }
+  // The chat template: forced by --chat-template, else recognised in the model's own.
+  if (!a.has("chat-template") && tok) {
+    o.model_chat_template = tok->chat_template();
+    o.chat_template = server::detect_chat_template(o.model_chat_template);
+  }
   return server::serve(model, o);
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/input_file.hpp"
 #include "formats/gguf.hpp"
 #include "headwise/model.hpp"
 #include "headwise/tokenizer.hpp"
@@ -52,6 +53,7 @@ bool has_suffix(const std::string& s, const std::string& suf) {
 }
 
 bool starts_with_gguf_magic(const std::string& path) {
+  if (!graph::check_input_file(path, "model").ok()) return false;  // never block on a FIFO
   std::ifstream f(path, std::ios::binary);
   char m[4] = {};
   return f.read(m, 4) && std::string(m, 4) == "GGUF";
@@ -127,10 +129,8 @@ int cmd_tokenize(int argc, char** argv) {
     text = a.str("text");
   } else {
     const std::string path = a.str("file");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return fail(not_found(path + ": cannot open --file"));
-    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    if (f.bad()) return fail(io_error(path + ": read failed"));
+    // Regular files only (a FIFO would block, /dev/zero never ends), at most 256 MiB.
+    if (Status s = graph::read_input_file(path, "--file", uint64_t(256) << 20, &text); !s.ok()) return fail(s);
   }
 
   std::unique_ptr<Tokenizer> own;

@@ -1,6 +1,8 @@
 // headwise — the command line: one binary, one subcommand per job.
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 
 #include "headwise/attention.hpp"
@@ -52,7 +54,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const Command& c : kCommands)
-    if (cmd == c.name) return c.run(argc - 2, argv + 2);
+    if (cmd == c.name) {
+      // The library reports errors as Status; what can still throw is an allocation
+      // in the tools themselves (or a bug): a message and exit 1, never an abort.
+      try {
+        return c.run(argc - 2, argv + 2);
+      } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "headwise %s: out of memory\n", c.name);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "headwise %s: internal error: %s\n", c.name, e.what());
+      }
+      return 1;
+    }
   std::fprintf(stderr, "headwise: unknown command '%s'\n\n", cmd.c_str());
   usage(stderr);
   return 2;

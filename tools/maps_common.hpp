@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "graph/input_file.hpp"
 #include "headwise/model.hpp"
 #include "tools/args.hpp"
 #include "tools/builtin_model.hpp"
@@ -37,6 +38,10 @@ inline bool load_model_arg(const char* cmd, const Args& a, std::shared_ptr<const
     s = Model::synthetic(a.str("synthetic"), 20261129, model);
     *label = "synthetic " + a.str("synthetic") + " (random weights)";
   } else {
+    if (!a.positional().empty() && a.positional()[0].empty()) {
+      std::fprintf(stderr, "headwise %s: MODEL is an empty path\n", cmd);
+      return false;
+    }
     std::string path = a.positional().empty() ? "" : a.positional()[0];
     ModelOptions mo;
     mo.tokenizer = a.str("tokenizer");
@@ -68,14 +73,9 @@ inline bool load_model_arg(const char* cmd, const Args& a, std::shared_ptr<const
   return true;
 }
 
-// The whole file; false when it cannot be read.
-inline bool read_text_file(const std::string& path, std::string* out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  *out = ss.str();
-  return !f.bad();
+// The whole --text file: a regular file (not a FIFO or a device) of at most 64 MiB.
+inline Status read_text_file(const std::string& path, std::string* out) {
+  return graph::read_input_file(path, "--text file", uint64_t(64) << 20, out);
 }
 
 // Token ids of `text` with BOS, cut to the model's context.

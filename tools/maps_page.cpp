@@ -114,7 +114,8 @@ std::string page_data(const MapsPage& p) {
 
 std::array<uint8_t, 3> weight_colour(float w) {
   // The same interpolation as colour() in the page script, so PNGs match the page.
-  const double x = std::clamp(double(w), 0.0, 1.0) * (kStops - 1);
+  // NaN compares false with everything, so clamp would pass it through: count it as 0.
+  const double x = (std::isnan(w) ? 0.0 : std::clamp(double(w), 0.0, 1.0)) * (kStops - 1);
   const int i = std::min(kStops - 2, static_cast<int>(std::floor(x)));
   const double f = x - i;
   std::array<uint8_t, 3> c;

@@ -15,7 +15,7 @@ packages=(g++ cmake make libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libxsim
           libgmock-dev libbenchmark-dev pkg-config)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(python3 python3-numpy python3-torch libopenblas0-pthread chromium pkg-config
-             clang-14 libfuzzer-14-dev libclang-rt-14-dev)
+             clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev ccache)
 fi
 
 missing=()
@@ -40,6 +40,6 @@ if [[ "${1:-}" == "--test" ]]; then
 fi
 
 test_options=()
-[[ "${1:-}" == "--test" ]] && test_options+=(-DHEADWISE_TEST_TSAN=ON)
+[[ "${1:-}" == "--test" ]] && test_options+=(-DHEADWISE_TEST_TSAN=ON -DHEADWISE_TEST_ASAN=ON -DHEADWISE_TEST_FUZZ=ON)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${test_options[@]}"
 cmake --build build -j"$(nproc)"

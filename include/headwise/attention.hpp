@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "headwise/kv_type.hpp"
+#include "headwise/limits.hpp"
 #include "headwise/status.hpp"
 
 namespace headwise {

@@ -57,7 +57,9 @@ typedef enum hw_status {
   HW_ERR_FORMAT = 4,           /* a file's content is malformed */
   HW_ERR_UNSUPPORTED = 5,      /* valid but not supported (e.g. a model without tokenizer) */
   HW_ERR_OUT_OF_RANGE = 6,     /* a token id, the context length or a buffer's capacity */
-  HW_ERR_INTERNAL = 7          /* out of memory, oneDNN failure, a bug */
+  HW_ERR_INTERNAL = 7,         /* oneDNN failure, a bug */
+  HW_ERR_OUT_OF_MEMORY = 8     /* an allocation failed, or a session would need more memory
+                                  than is available (the message gives the numbers) */
 } hw_status;
 
 /* The message of the calling thread's most recent status-returning call ("" if it
@@ -131,7 +133,7 @@ typedef enum hw_kv_type {
 } hw_kv_type;
 
 typedef struct hw_session_options {
-  int threads;      /* OpenMP threads per call; 0: all cores */
+  int threads;      /* OpenMP threads per call; 0: all cores; at most 1024 */
   int max_context;  /* positions (KV cache size); 0: the model's max_seq_len */
   int kv_type;      /* an hw_kv_type; anything else is HW_ERR_INVALID_ARGUMENT */
 } hw_session_options;
@@ -192,7 +194,7 @@ typedef struct hw_attention_params {
   int causal;               /* non-zero: query i sits at key position kv_len - q_len + i */
   float scale;              /* 0: 1/sqrt(head_dim) */
   const int32_t* kv_valid;  /* NULL or (batch,) valid key counts (padded batches) */
-  int threads;              /* 0: all OpenMP threads */
+  int threads;              /* 0: all OpenMP threads; at most 1024 */
 } hw_attention_params;
 
 hw_status hw_attention_f32(const hw_attention_params* params,

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "headwise/kv_type.hpp"
+#include "headwise/limits.hpp"
 #include "headwise/status.hpp"
 #include "headwise/tokenizer.hpp"
 
@@ -100,6 +101,9 @@ struct SessionOptions {
   // Element type of the KV cache: f32 (exact), f16 or bf16 (half the bytes; K/V rows are
   // rounded to nearest even when written, attention widens them in registers).
   KvType kv_type = KvType::f32;
+  // Bytes the session's KV cache, activations and logits may take, checked before
+  // they are allocated; 0: the memory available now (MemAvailable).
+  uint64_t memory_limit = 0;
   AttentionHook attention_hook;
 };
 
@@ -168,7 +172,8 @@ class Session {
   int position() const { return pos_; }
   int max_context() const { return max_context_; }
   void reset();  // forget the context (keeps the memory)
-  void set_threads(int threads) { threads_ = threads; }
+  // Clamped to 0..kMaxThreads (0: all cores).
+  void set_threads(int threads) { threads_ = threads < 0 ? 0 : threads > kMaxThreads ? kMaxThreads : threads; }
   int threads() const { return threads_; }
   const Model& model() const { return *model_; }
 

@@ -16,6 +16,7 @@ enum class StatusCode : int {
   unsupported = 5,       // valid but not supported (unknown op, dtype, ISA)
   out_of_range = 6,      // a token id, position or length is out of range
   internal = 7,
+  out_of_memory = 8,     // an allocation failed (or would exceed a memory limit)
 };
 
 class [[nodiscard]] Status {
@@ -39,6 +40,7 @@ inline Status io_error(std::string m) { return {StatusCode::io_error, std::move(
 inline Status format_error(std::string m) { return {StatusCode::format_error, std::move(m)}; }
 inline Status unsupported(std::string m) { return {StatusCode::unsupported, std::move(m)}; }
 inline Status out_of_range(std::string m) { return {StatusCode::out_of_range, std::move(m)}; }
+inline Status out_of_memory(std::string m) { return {StatusCode::out_of_memory, std::move(m)}; }
 
 // Returns early from the enclosing function when `expr` is not ok.
 #define HW_RETURN_IF_ERROR(expr)              \

@@ -452,9 +452,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadHeader{"metadata_value", R"({"__metadata__":{"fine":"x","epoch":3}})", 0, F,
                   "__metadata__", "'epoch' is not a string"},
         BadHeader{"header_not_json", R"({"t.bad":{"dtype":"F32",)", 0, F, "header",
-                  "not valid JSON"},
+                  "malformed JSON"},
         BadHeader{"header_not_object", R"([1,2,3])", 0, F, "header", "not an object"},
-        BadHeader{"header_empty", "", 0, F, "header", "not valid JSON"}),
+        BadHeader{"header_empty", "", 0, F, "header", "malformed JSON"}),
     [](const ::testing::TestParamInfo<BadHeader>& i) { return std::string(i.param.label); });
 
 TEST_F(WeightsTest, SafetensorsHeaderLengthErrors) {

@@ -106,7 +106,7 @@ TEST(TokenizerHfErrors, NameTheCulprit) {
     std::string json, needle;
   };
   const std::vector<Case> cases = {
-      {"{not json", "not valid JSON"},
+      {"{not json", "malformed JSON"},
       {R"({"model": {"type": "Unigram", "vocab": []}})", "model type 'Unigram'"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "Whitespace"}})",
        "pre-tokenizer type 'Whitespace'"},
