@@ -31,7 +31,8 @@ std::string Plan::describe(int rows, int threads) const {
     << " row(s), row classes " << Projection::kMinClassRows << ".." << Projection::kMaxClassRows
     << " (powers of two) for oneDNN\n";
   o << "  attention kernel " << attn->name << " (q_tile " << attn->q_tile << ", kv_tile "
-    << attn->kv_tile << "), decode path when q_len·4 <= q_tile\n";
+    << attn->kv_tile << "), decode path when q_len·4 <= q_tile; 16-bit KV caches: "
+    << attn_kv[1]->name << ", " << attn_kv[2]->name << "\n";
   o << "  scratch per session: projections " << linear_scratch_bytes(rows) << " B for " << rows
     << " rows, 1 row " << linear_scratch_bytes(1) << " B\n";
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
@@ -93,7 +94,9 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
   auto plan = std::make_unique<Plan>();
   plan->graph = std::move(graph);
   plan->isa = kernels::active_isa();
-  plan->attn = &kernels::attn_kernel(plan->isa);
+  for (KvType t : {KvType::f32, KvType::f16, KvType::bf16})
+    plan->attn_kv[static_cast<int>(t)] = &kernels::attn_kernel(plan->isa, t);
+  plan->attn = plan->attn_kv[static_cast<int>(KvType::f32)];
   const Graph& g = plan->graph;
   plan->linears.resize(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {

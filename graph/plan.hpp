@@ -29,7 +29,11 @@ namespace headwise::graph {
 struct Plan {
   Graph graph;
   kernels::Isa isa = kernels::Isa::scalar;
-  const kernels::AttnKernel* attn = nullptr;  // the attention kernel of `isa`
+  const kernels::AttnKernel* attn = nullptr;  // the attention kernel of `isa` (f32 K/V)
+  // The attention kernels of `isa` for each KV-cache element type, indexed by KvType (a
+  // session's cache type picks one; attn is attn_kv[f32]).
+  const kernels::AttnKernel* attn_kv[3] = {};
+  const kernels::AttnKernel& attn_for(KvType t) const { return *attn_kv[static_cast<int>(t)]; }
   // For linear/logits node i: one projection per output (a multi-output linear is split
   // into one GEMM per output, so each writes straight to its destination, e.g. the KV
   // cache). Empty for other nodes.

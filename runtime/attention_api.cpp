@@ -13,8 +13,8 @@
 namespace headwise {
 namespace {
 
-Status validate(const AttentionParams& a, const AttnInput& q, const AttnInput& k,
-                const AttnInput& v, const AttnOutput& o) {
+Status validate(const AttentionParams& a, const AttnInput& q, const AttnKvInput& k,
+                const AttnKvInput& v, const AttnOutput& o) {
   if (!q.data) return invalid_argument("attention: q is a null pointer");
   if (!k.data) return invalid_argument("attention: k is a null pointer");
   if (!v.data) return invalid_argument("attention: v is a null pointer");
@@ -48,6 +48,9 @@ Status validate(const AttentionParams& a, const AttnInput& q, const AttnInput& k
                             " (batch " + std::to_string(a.batch) + ", q_heads " + std::to_string(a.q_heads) +
                             ", q_len " + std::to_string(a.q_len) + ", kv_heads " + std::to_string(a.kv_heads) +
                             ", kv_len " + std::to_string(a.kv_len) + "), above 2^31 - 1, a limit of this build");
+  if (a.kv_type != KvType::f32 && a.kv_type != KvType::f16 && a.kv_type != KvType::bf16)
+    return invalid_argument("attention: kv_type " + std::to_string(int(a.kv_type)) +
+                            " is not f32 (0), f16 (1) or bf16 (2)");
   if (a.kv_valid)
     for (int b = 0; b < a.batch; ++b)
       if (a.kv_valid[b] < 0 || a.kv_valid[b] > a.kv_len)
@@ -59,7 +62,7 @@ Status validate(const AttentionParams& a, const AttnInput& q, const AttnInput& k
 }
 
 kernels::AttnProblem to_problem(const AttentionParams& a, const AttnInput& q,
-                                const AttnInput& k, const AttnInput& v, const AttnOutput& o) {
+                                const AttnKvInput& k, const AttnKvInput& v, const AttnOutput& o) {
   kernels::AttnProblem p;
   p.q = {q.data, q.batch_stride, q.pos_stride, q.head_stride};
   p.k = {k.data, k.batch_stride, k.pos_stride, k.head_stride};
@@ -74,16 +77,17 @@ kernels::AttnProblem to_problem(const AttentionParams& a, const AttnInput& q,
   p.causal = a.causal;
   p.scale = a.scale > 0.0f ? a.scale : 1.0f / std::sqrt(static_cast<float>(a.head_dim));
   p.kv_valid = a.kv_valid;
+  p.kv_type = a.kv_type;
   return p;
 }
 
 }  // namespace
 
-Status attention(const AttentionParams& params, AttnInput q, AttnInput k, AttnInput v,
+Status attention(const AttentionParams& params, AttnInput q, AttnKvInput k, AttnKvInput v,
                  AttnOutput out) {
   HW_RETURN_IF_ERROR(validate(params, q, k, v, out));
   const kernels::AttnProblem p = to_problem(params, q, k, v, out);
-  const kernels::AttnKernel& kern = kernels::attn_kernel(kernels::active_isa());
+  const kernels::AttnKernel& kern = kernels::attn_kernel(kernels::active_isa(), p.kv_type);
   const kernels::AttnPlan plan = kernels::plan_attention(kern, p, params.threads);
   float* ws = thread_workspace(plan.workspace_floats());
   if (!ws) return out_of_memory("attention: out of memory for a workspace of " +
@@ -92,8 +96,8 @@ Status attention(const AttentionParams& params, AttnInput q, AttnInput k, AttnIn
   return Status::Ok();
 }
 
-Status attention_reference(const AttentionParams& params, AttnInput q, AttnInput k,
-                           AttnInput v, AttnOutput out) {
+Status attention_reference(const AttentionParams& params, AttnInput q, AttnKvInput k,
+                           AttnKvInput v, AttnOutput out) {
   HW_RETURN_IF_ERROR(validate(params, q, k, v, out));
   kernels::attention_reference(to_problem(params, q, k, v, out));
   return Status::Ok();

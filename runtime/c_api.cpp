@@ -263,6 +263,12 @@ hw_status hw_session_open(const hw_model* model, const hw_session_options* opts,
                                               std::to_string(headwise::kMaxThreads));
                     o.threads = opts->threads;
                     o.max_context = opts->max_context;
+                    if (opts->kv_type != HW_KV_F32 && opts->kv_type != HW_KV_F16 &&
+                        opts->kv_type != HW_KV_BF16)
+                      return invalid_argument("hw_session_open: kv_type " +
+                                              std::to_string(opts->kv_type) +
+                                              " is not HW_KV_F32 (0), HW_KV_F16 (1) or HW_KV_BF16 (2)");
+                    o.kv_type = static_cast<headwise::KvType>(opts->kv_type);
                   }
                   auto h = std::make_unique<hw_session>();
                   const Status s = model->model->open_session(o, &h->session);
@@ -363,6 +369,17 @@ hw_status hw_session_position(const hw_session* session, int* out) {
                   if (!session) return null_arg("hw_session_position", "session");
                   if (!out) return null_arg("hw_session_position", "out");
                   *out = session->session->position();
+                  return Status::Ok();
+                }),
+                nullptr, &self, 1);
+}
+
+hw_status hw_session_kv_cache_bytes(const hw_session* session, uint64_t* out) {
+  hw_session* self = const_cast<hw_session*>(session);
+  return record(protect([&]() -> Status {
+                  if (!session) return null_arg("hw_session_kv_cache_bytes", "session");
+                  if (!out) return null_arg("hw_session_kv_cache_bytes", "out");
+                  *out = session->session->kv_cache_bytes();
                   return Status::Ok();
                 }),
                 nullptr, &self, 1);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/convert/kv_convert.hpp"
 #include "kernels/elementwise/elementwise.hpp"
 
 namespace headwise {
@@ -31,14 +32,16 @@ class Run {
       : plan_(plan), g_(plan.graph), s_(s), threads_(graph::resolve_threads(s.threads)) {}
 
   // Where a value lives in this step. A value bound to a KV-cache slot lives in the
-  // session's cache (at this step's positions) when the step has one sequence; with
-  // several it is computed in the arena and scattered to each cache by attention.
+  // session's fp32 cache (at this step's positions) when the step has one sequence; with
+  // several, or with a 16-bit cache, it is computed (and rotated) in fp32 in the arena,
+  // and attention rounds it into each cache.
   View at(int v) const {
     if (v == g_.logits) return {s_.logits, g_.settings.vocab_size};
     const Group& grp = g_.groups[g_.values[v].group];
-    if (grp.kv_slot >= 0 && s_.seqs.size() == 1) {
+    if (grp.kv_slot >= 0 && s_.seqs.size() == 1 && s_.seqs[0].buf->kv_type == KvType::f32) {
       const StepSeq& q = s_.seqs[0];
-      float* base = (grp.kv_part ? q.buf->v_slot(plan_, grp.kv_slot) : q.buf->k_slot(plan_, grp.kv_slot)) +
+      float* base = reinterpret_cast<float*>(grp.kv_part ? q.buf->v_slot(plan_, grp.kv_slot)
+                                                         : q.buf->k_slot(plan_, grp.kv_slot)) +
                     size_t(q.pos0) * plan_.kv_width();
       return {base, plan_.kv_width()};
     }
@@ -191,13 +194,16 @@ class Run {
   Status sequence_attention(const Node& n, const StepSeq& sq, int threads) const {
     const View q = at(n.in[0]), k = at(n.in[1]), v = at(n.in[2]), o = at(n.out[0]);
     const int kvw = plan_.kv_width();
-    float* kc = sq.buf->k_slot(plan_, n.kv_slot);  // (max_context, kv_width)
-    float* vc = sq.buf->v_slot(plan_, n.kv_slot);
-    if (s_.seqs.size() > 1) {
-      // Batched step: this sequence's new K/V rows go from the arena to its cache.
+    const KvType kt = sq.buf->kv_type;
+    const size_t row_bytes = size_t(kvw) * kv_type_bytes(kt);
+    char* kc = sq.buf->k_slot(plan_, n.kv_slot);  // (max_context, kv_width) of kv_type
+    char* vc = sq.buf->v_slot(plan_, n.kv_slot);
+    if (s_.seqs.size() > 1 || kt != KvType::f32) {
+      // Batched step or 16-bit cache: this sequence's new K/V rows go from the arena to
+      // its cache (copied, or rounded to nearest even).
       for (int r = 0; r < sq.rows; ++r) {
-        std::memcpy(kc + size_t(sq.pos0 + r) * kvw, k.p + (sq.row0 + r) * k.stride, kvw * sizeof(float));
-        std::memcpy(vc + size_t(sq.pos0 + r) * kvw, v.p + (sq.row0 + r) * v.stride, kvw * sizeof(float));
+        kernels::store_kv(kt, k.p + (sq.row0 + r) * k.stride, kc + (sq.pos0 + r) * row_bytes, kvw);
+        kernels::store_kv(kt, v.p + (sq.row0 + r) * v.stride, vc + (sq.pos0 + r) * row_bytes, kvw);
       }
     }
     // The graph checked the shapes when it was built; the plan chose the kernel.
@@ -213,12 +219,14 @@ class Run {
     p.head_dim = n.head_dim;
     p.causal = n.causal;
     p.scale = n.scale > 0 ? n.scale : 1.0f / std::sqrt(float(n.head_dim));
-    const kernels::AttnPlan ap = kernels::plan_attention(*plan_.attn, p, threads);
+    p.kv_type = kt;
+    const kernels::AttnKernel& kern = plan_.attn_for(kt);
+    const kernels::AttnPlan ap = kernels::plan_attention(kern, p, threads);
     float* ws = sq.buf->attention_workspace(ap.workspace_floats());
     if (!ws)
       return Status(StatusCode::internal, n.where + ": out of memory for the attention workspace (" +
                                               std::to_string(ap.workspace_floats() * 4) + " bytes)");
-    kernels::run_attention(*plan_.attn, p, ap, ws);
+    kernels::run_attention(kern, p, ap, ws);
     if (s_.hook && *s_.hook) {
       AttentionTap tap;
       tap.layer = n.layer;
@@ -231,8 +239,19 @@ class Run {
       tap.scale = p.scale;
       tap.q = p.q.data;
       tap.q_stride = q.stride;
-      tap.k = kc;
-      tap.v = vc;
+      if (kt == KvType::f32) {
+        tap.k = reinterpret_cast<const float*>(kc);
+        tap.v = reinterpret_cast<const float*>(vc);
+      } else {  // analysis only: hand the hook the cache widened to fp32 (exact)
+        thread_local std::vector<float> kw, vw;
+        const size_t nel = size_t(p.kv_len) * kvw;
+        kw.resize(nel);
+        vw.resize(nel);
+        kernels::load_kv(kt, kc, kw.data(), int64_t(nel));
+        kernels::load_kv(kt, vc, vw.data(), int64_t(nel));
+        tap.k = kw.data();
+        tap.v = vw.data();
+      }
       tap.kv_stride = kvw;
       tap.kv_len = p.kv_len;
       tap.out = p.o.data;
@@ -261,7 +280,7 @@ class Run {
         for (const StepSeq& sq : s_.seqs) {
           const double Tk = sq.pos0 + sq.rows;
           t->flops += kernels::attention_flops(1, n.heads, n.head_dim, sq.rows, sq.pos0 + sq.rows, n.causal);
-          t->bytes += 2.0 * 4.0 * Tk * n.kv_heads * n.head_dim;
+          t->bytes += 2.0 * kv_type_bytes(sq.buf->kv_type) * Tk * n.kv_heads * n.head_dim;
         }
         break;
       default:

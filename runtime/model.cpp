@@ -145,6 +145,9 @@ Status Model::open_session(const SessionOptions& o, std::unique_ptr<Session>* ou
     return invalid_argument("open_session: max_context " + std::to_string(o.max_context) +
                             " is outside 0..max_seq_len (" + std::to_string(s.max_seq_len) + ")");
   if (o.max_chunk < 0) return invalid_argument("open_session: max_chunk must be >= 0");
+  if (o.kv_type != KvType::f32 && o.kv_type != KvType::f16 && o.kv_type != KvType::bf16)
+    return invalid_argument("open_session: kv_type " + std::to_string(int(o.kv_type)) +
+                            " is not f32 (0), f16 (1) or bf16 (2)");
   auto session = std::unique_ptr<Session>(new Session);
   session->model_ = shared_from_this();
   session->threads_ = o.threads;
@@ -157,7 +160,7 @@ Status Model::open_session(const SessionOptions& o, std::unique_ptr<Session>* ou
   HW_RETURN_IF_ERROR(check_session_memory(*plan_, session->max_context_, session->max_chunk_, o.all_logits,
                                           o.memory_limit));
   HW_RETURN_IF_ERROR(SessionBuffers::create(*plan_, session->max_context_, session->max_chunk_,
-                                            o.all_logits, &session->buf_));
+                                            o.all_logits, o.kv_type, &session->buf_));
   *out = std::move(session);
   return Status::Ok();
 }

@@ -39,7 +39,11 @@ void Session::reset() {
   all_logits_.clear();
 }
 
-size_t Session::kv_cache_bytes() const { return buf_->kv.size() * sizeof(float); }
+size_t Session::kv_cache_bytes() const { return buf_->kv_bytes; }
+size_t Session::kv_bytes_per_token() const {
+  return size_t(max_context_) ? buf_->kv_bytes / size_t(max_context_) : 0;
+}
+KvType Session::kv_type() const { return buf_->kv_type; }
 size_t Session::arena_bytes() const { return buf_->arena.size() * sizeof(float); }
 
 void Session::clear_profile() {

@@ -17,11 +17,14 @@ bool AlignedFloats::resize(size_t n) {
 }
 
 Status SessionBuffers::create(const graph::Plan& plan, int max_context, int max_chunk,
-                              bool all_logits, std::unique_ptr<SessionBuffers>* out) {
+                              bool all_logits, KvType kv_type,
+                              std::unique_ptr<SessionBuffers>* out) {
   auto b = std::make_unique<SessionBuffers>();
   const graph::Graph& g = plan.graph;
   b->max_context = max_context;
-  const size_t kv = size_t(g.kv_slots) * 2 * max_context * plan.kv_width();
+  b->kv_type = kv_type;
+  b->kv_bytes = size_t(g.kv_slots) * 2 * max_context * plan.kv_width() * kv_type_bytes(kv_type);
+  const size_t kv = (b->kv_bytes + sizeof(float) - 1) / sizeof(float);  // in floats
   const size_t arena = size_t(g.arena_cols) * max_chunk;
   const size_t logits = size_t(all_logits ? max_chunk : 1) * g.settings.vocab_size;
   if (!b->kv.resize(kv) || !b->arena.resize(arena) || !b->logits.resize(logits) ||

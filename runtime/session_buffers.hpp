@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/plan.hpp"
+#include "headwise/kv_type.hpp"
 #include "headwise/status.hpp"
 
 namespace headwise {
@@ -31,13 +32,16 @@ class AlignedFloats {
 };
 
 struct SessionBuffers {
-  AlignedFloats kv;      // (kv_slots, 2, max_context, kv_heads · head_dim): K block, V block
+  AlignedFloats kv;      // (kv_slots, 2, max_context, kv_heads · head_dim) elements of
+                         // kv_type: K block, V block (16-bit types use half the floats)
   AlignedFloats arena;   // (arena_cols · max_chunk): group g at offset_g · rows
   AlignedFloats logits;  // (max_chunk if all_logits else 1, vocab)
   std::vector<int32_t> pos;  // (max_chunk,) position of each row of a step
   AlignedFloats linear_scratch;  // plan.linear_scratch_bytes(rows per step)
   AlignedFloats attn_workspace;  // kernels::AttnPlan::workspace_floats() of the largest step
   int max_context = 0;
+  KvType kv_type = KvType::f32;
+  size_t kv_bytes = 0;   // bytes of the cache in use
 
   // Scratch for the projections of a step of `rows` rows (grows when a batched decode
   // has more rows than a prefill pass); null when out of memory.
@@ -50,13 +54,14 @@ struct SessionBuffers {
   }
 
   static Status create(const graph::Plan& plan, int max_context, int max_chunk,
-                       bool all_logits, std::unique_ptr<SessionBuffers>* out);
-  // K and V of a slot, each (max_context, kv_width).
-  float* k_slot(const graph::Plan& plan, int slot) const {
-    return kv.data() + size_t(2 * slot) * max_context * plan.kv_width();
+                       bool all_logits, KvType kv_type, std::unique_ptr<SessionBuffers>* out);
+  // K and V of a slot, each (max_context, kv_width) elements of kv_type.
+  char* k_slot(const graph::Plan& plan, int slot) const {
+    return reinterpret_cast<char*>(kv.data()) +
+           size_t(2 * slot) * max_context * plan.kv_width() * kv_type_bytes(kv_type);
   }
-  float* v_slot(const graph::Plan& plan, int slot) const {
-    return k_slot(plan, slot) + size_t(max_context) * plan.kv_width();
+  char* v_slot(const graph::Plan& plan, int slot) const {
+    return k_slot(plan, slot) + size_t(max_context) * plan.kv_width() * kv_type_bytes(kv_type);
   }
 };
 

@@ -49,6 +49,7 @@ Status Scheduler::start() {
   so.threads = opt_.threads;
   so.max_context = opt_.max_context;
   so.max_chunk = std::min(opt_.prefill_chunk, opt_.max_context);
+  so.kv_type = opt_.kv_type;
   for (int i = 0; i < opt_.max_sessions; ++i) {
     std::unique_ptr<Session> s;
     HW_RETURN_IF_ERROR(model_->open_session(so, &s));

@@ -30,6 +30,7 @@ struct SchedulerOptions {
   int max_context = 0;      // positions per session; 0: the model's
   int threads = 0;          // compute threads (0: all cores)
   int prefill_chunk = 256;  // prompt tokens per step, all sequences together
+  KvType kv_type = KvType::f32;  // element type of every session's KV cache
   std::set<int32_t> end_tokens;  // sampling one of these ends the sequence ("stop")
 };
 

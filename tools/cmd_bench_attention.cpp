@@ -6,7 +6,8 @@
 // materialise the T×T scores).
 //
 // FLOPs: causal prefill 2·B·Hq·Dh·T·(T+1); non-causal 4·B·Hq·Dh·T²;
-//        one decode token 4·B·Hq·Dh·Tk.   K/V bytes read (decode): 2·B·Tk·Hkv·Dh·4.
+//        one decode token 4·B·Hq·Dh·Tk.   K/V bytes read (decode): 2·B·Tk·Hkv·Dh·(element
+//        size: 4 for an f32 cache, 2 for --kv-type f16 / bf16).
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -23,6 +24,7 @@
 #include "headwise/attention.hpp"
 #include "bench/probe/peak.hpp"
 #include "kernels/attention/attention.hpp"
+#include "kernels/convert/kv_convert.hpp"
 #include "kernels/dispatch.hpp"
 #include "tools/args.hpp"
 #include "tools/json_write.hpp"
@@ -48,6 +50,8 @@ void usage(std::FILE* f) {
                "  --threads N     OpenMP threads (default: all, %d here)\n"
                "  --repeat R      timed calls; median, min and max are reported (default 10)\n"
                "  --warmup W      untimed calls first (default 2)\n"
+               "  --kv-type T     K/V element type: f32 | f16 | bf16 (default f32; a 16-bit\n"
+               "                  cache is widened in registers, arithmetic stays fp32)\n"
                "  --isa NAME      avx512 | avx2 | scalar (default: the best this CPU has,\n"
                "                  capped by HEADWISE_ISA; here %s)\n"
                "  --no-peak       skip measuring the machine peak (saves ~2 s and 256 MiB)\n"
@@ -69,7 +73,7 @@ int cmd_bench_attention(int argc, char** argv) {
   Args args;
   if (!args.parse(argc, argv, {"no-causal", "no-peak", "json", "help"},
                   {"batch", "seq", "heads", "kv-heads", "head-dim", "decode", "threads",
-                   "repeat", "warmup", "isa"}))
+                   "repeat", "warmup", "isa", "kv-type"}))
     return usage_error(args.error());
   if (args.has("help")) {
     usage(stdout);
@@ -121,7 +125,12 @@ int cmd_bench_attention(int argc, char** argv) {
                          kernels::isa_name(kernels::detected_isa()));
   }
 
+  KvType kv_type = KvType::f32;
+  if (args.has("kv-type") && !parse_kv_type(args.str("kv-type"), &kv_type))
+    return usage_error("--kv-type '" + args.str("kv-type") + "' is not one of f32, f16, bf16");
+
   AttentionParams a;
+  a.kv_type = kv_type;
   a.batch = int(batch);
   a.q_len = decode ? 1 : int(seq);
   a.kv_len = decode ? int(decode_kv) : int(seq);
@@ -134,7 +143,7 @@ int cmd_bench_attention(int argc, char** argv) {
   const double flops = kernels::attention_flops(a.batch, a.q_heads, a.head_dim, a.q_len, a.kv_len, causal);
   const double qo_floats = double(batch) * a.q_len * heads * head_dim;
   const double kv_floats = double(batch) * a.kv_len * kv_heads * head_dim;
-  const double kv_bytes = 2.0 * kv_floats * sizeof(float);
+  const double kv_bytes = 2.0 * kv_floats * double(kv_type_bytes(kv_type));
   const double qkvo_bytes = (2.0 * qo_floats + 2.0 * kv_floats) * sizeof(float);
 
   // Inputs: 64-byte aligned, densely packed, random. O is written too, so its pages
@@ -152,8 +161,22 @@ int cmd_bench_attention(int argc, char** argv) {
     return 1;
   }
   const AttnInput qi = packed_input(q.get(), a.q_len, a.q_heads, a.head_dim);
-  const AttnInput ki = packed_input(k.get(), a.kv_len, a.kv_heads, a.head_dim);
-  const AttnInput vi = packed_input(v.get(), a.kv_len, a.kv_heads, a.head_dim);
+  AttnKvInput ki = packed_input(k.get(), a.kv_len, a.kv_heads, a.head_dim);
+  AttnKvInput vi = packed_input(v.get(), a.kv_len, a.kv_heads, a.head_dim);
+  if (kv_type != KvType::f32) {
+    // The random K and V rounded into 16-bit elements in place: each buffer's first half
+    // (the fp32 values are read before their bytes are overwritten, front to back).
+    for (float* t : {k.get(), v.get()}) {
+      uint16_t* h = reinterpret_cast<uint16_t*>(t);
+      constexpr size_t kBlock = 4096;
+      std::vector<float> tmp(kBlock);
+      for (size_t i = 0; i < size_t(kv_floats); i += kBlock) {
+        const size_t nb = std::min(kBlock, size_t(kv_floats) - i);
+        std::copy(t + i, t + i + nb, tmp.begin());
+        kernels::store_kv(kv_type, tmp.data(), h + i, int64_t(nb));
+      }
+    }
+  }
   const AttnOutput oo = packed_output(o.get(), a.q_len, a.q_heads, a.head_dim);
 
   using Clock = std::chrono::steady_clock;
@@ -217,6 +240,7 @@ int cmd_bench_attention(int argc, char** argv) {
     add("kv_heads", std::to_string(a.kv_heads));
     add("head_dim", std::to_string(a.head_dim));
     add("causal", causal ? "true" : "false");
+    add("kv_type", std::string("\"") + kv_type_name(kv_type) + "\"");
     add("decode", decode ? "true" : "false");
     add("repeat", std::to_string(repeat));
     add("warmup", std::to_string(warmup));
@@ -244,7 +268,7 @@ int cmd_bench_attention(int argc, char** argv) {
   std::printf("shape     batch %d, q_len %d, kv_len %d, heads %d, kv_heads %d, head_dim %d, %s%s\n",
               a.batch, a.q_len, a.kv_len, a.q_heads, a.kv_heads, a.head_dim,
               causal ? "causal" : "non-causal", decode ? ", decode" : ", prefill");
-  std::printf("kernel    %s, %d threads\n", isa.c_str(), a.threads);
+  std::printf("kernel    %s, %d threads, %s K/V\n", isa.c_str(), a.threads, kv_type_name(kv_type));
   std::printf("time      median %.3f ms (min %.3f, max %.3f) over %lld repeats after %lld warmup\n",
               median, ms.front(), ms.back(), repeat, warmup);
   std::printf("compute   %.1f GFLOP/s", gflops);

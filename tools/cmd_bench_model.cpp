@@ -66,6 +66,7 @@ void usage(std::FILE* f) {
       "  --batch B         also decode B sessions together (Session::decode_batch) and\n"
       "                    one at a time, and compare (default 1: no batch section)\n"
       "  --threads N       OpenMP threads (default: all, %d here)\n"
+      "  --kv-type T       KV cache element type: f32 | f16 | bf16 (default f32)\n"
       "  --warmup W        untimed repeats first (default 1)\n"
       "  --repeat R        timed repeats; median, min and max are reported (default 3)\n"
       "  --by-layer        per-op tables list every node instead of one row per op kind\n"
@@ -145,7 +146,7 @@ int cmd_bench_model(int argc, char** argv) {
   Args args;
   if (!args.parse(argc, argv, {"json", "no-peak", "by-layer", "progress", "help"},
                   {"synthetic", "seed", "tokenizer", "prompt-len", "gen-len", "batch", "threads",
-                   "warmup", "repeat", "trace"}))
+                   "warmup", "repeat", "trace", "kv-type"}))
     return usage_error(args.error());
   if (args.has("help")) {
     usage(stdout);
@@ -159,6 +160,9 @@ int cmd_bench_model(int argc, char** argv) {
   const long long warmup = args.integer("warmup", 1);
   const long long repeat = args.integer("repeat", 3);
   if (!args.ok()) return usage_error(args.error());
+  KvType kv_type = KvType::f32;
+  if (args.has("kv-type") && !parse_kv_type(args.str("kv-type"), &kv_type))
+    return usage_error("--kv-type '" + args.str("kv-type") + "' is not one of f32, f16, bf16");
 
   const bool synthetic = args.has("synthetic");
   const std::string synth = args.str("synthetic");
@@ -231,6 +235,7 @@ int cmd_bench_model(int argc, char** argv) {
   so.threads = int(threads);
   so.max_context = int(P + G);
   so.max_chunk = int(P);  // the whole prompt in one pass
+  so.kv_type = kv_type;
   std::vector<std::unique_ptr<Session>> sessions(B);
   std::unique_ptr<Session> prof_session;
   for (auto& s : sessions) {
@@ -371,7 +376,8 @@ int cmd_bench_model(int argc, char** argv) {
         {"n_layers", std::to_string(info.n_layers)}, {"n_heads", std::to_string(info.n_heads)},
         {"n_kv_heads", std::to_string(info.n_kv_heads)}, {"head_dim", std::to_string(info.head_dim)},
         {"max_seq_len", std::to_string(info.max_seq_len)}, {"weight_bytes", std::to_string(info.weight_bytes)},
-        {"kv_bytes_per_token", std::to_string(info.kv_bytes_per_token)}, {"load_s", jnum(load_s)}};
+        {"kv_bytes_per_token", std::to_string(s0->kv_bytes_per_token())},
+        {"kv_type", jstr(kv_type_name(kv_type))}, {"load_s", jnum(load_s)}};
     const JsonFields run_f = {
         {"prompt_len", std::to_string(P)}, {"gen_len", std::to_string(G)}, {"batch", std::to_string(B)},
         {"threads", std::to_string(threads)}, {"cores", std::to_string(omp_get_num_procs())},
@@ -424,8 +430,8 @@ int cmd_bench_model(int argc, char** argv) {
   std::printf("model     %s: %d layers, d_model %d, %d heads (%d kv), head_dim %d, vocab %d, context %d\n",
               info.source.c_str(), info.n_layers, info.d_model, info.n_heads, info.n_kv_heads, info.head_dim,
               info.vocab_size, info.max_seq_len);
-  std::printf("          weights %.1f MiB, KV cache %.1f KiB per token; loaded in %.2f s\n",
-              info.weight_bytes / MiB, info.kv_bytes_per_token / 1024.0, load_s);
+  std::printf("          weights %.1f MiB, KV cache (%s) %.1f KiB per token; loaded in %.2f s\n",
+              info.weight_bytes / MiB, kv_type_name(kv_type), s0->kv_bytes_per_token() / 1024.0, load_s);
   std::printf("run       prompt %lld random token ids (seed %lld) in one pass, then %lld tokens decoded one at a\n"
               "          time (argmax fed back); kernels %s, %lld threads; %lld repeats after %lld warmup\n",
               P, seed, G, isa.c_str(), threads, repeat, warmup);
@@ -451,7 +457,7 @@ int cmd_bench_model(int argc, char** argv) {
   // other processes had the cores for part of the time.
   std::printf("cpu/wall  %.2f with %lld threads on %d cores\n", cpu_over_wall, threads, omp_get_num_procs());
   std::printf("memory    peak RSS %.1f MiB (weights %.1f MiB, KV cache %.1f MiB per session)\n", rss / MiB,
-              info.weight_bytes / MiB, double(info.kv_bytes_per_token) * (P + G) / MiB);
+              info.weight_bytes / MiB, double(s0->kv_cache_bytes()) / MiB);
   if (with_peak) std::printf("machine   %s\n", peak.summary().c_str());
   print_phase("prefill", pre, int(P), prof_repeats, by_layer, false, lim);
   print_phase("decode", dec, 1, prof_repeats, by_layer, true, lim);

@@ -41,6 +41,7 @@ void usage(std::FILE* f) {
       "  --top-p P        nucleus sampling threshold in (0,1] (default: the model's, else 0.9)\n"
       "  --seed S         random seed, > 0 (default: time-based, printed on stderr)\n"
       "  --threads N      threads (default: all cores)\n"
+      "  --kv-type T      KV cache element type: f32 | f16 | bf16 (default f32)\n"
       "  --logits FILE    write the logits of every prompt position as a [positions][vocab]\n"
       "                   float32 .npy\n"
       "  --verbose        describe the model and plan on stderr\n"
@@ -88,7 +89,8 @@ int fail(const Status& s) {
 int cmd_run(int argc, char** argv) {
   Args a;
   if (!a.parse(argc, argv, {"help", "verbose"},
-               {"tokenizer", "prompt", "tokens", "n", "steps", "temp", "top-p", "seed", "threads", "logits", "synthetic"})) {
+               {"tokenizer", "prompt", "tokens", "n", "steps", "temp", "top-p", "seed", "threads", "logits",
+                "synthetic", "kv-type"})) {
     std::fprintf(stderr, "headwise run: %s\n", a.error().c_str());
     usage(stderr);
     return 2;
@@ -122,6 +124,12 @@ int cmd_run(int argc, char** argv) {
     return 2;
   }
   if (!a.has("seed")) seed = static_cast<long long>(std::time(nullptr));
+  KvType kv_type = KvType::f32;
+  if (a.has("kv-type") && !parse_kv_type(a.str("kv-type"), &kv_type)) {
+    std::fprintf(stderr, "headwise run: --kv-type '%s' is not one of f32, f16, bf16\n",
+                 a.str("kv-type").c_str());
+    return 2;
+  }
 
   const double t_load = now();
   std::shared_ptr<const Model> model;
@@ -198,6 +206,7 @@ int cmd_run(int argc, char** argv) {
   SessionOptions so;
   so.threads = static_cast<int>(threads);
   so.all_logits = a.has("logits");
+  so.kv_type = kv_type;
   std::unique_ptr<Session> session;
   {
     Status s = model->open_session(so, &session);

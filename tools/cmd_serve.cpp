@@ -26,6 +26,7 @@ void usage(std::FILE* f) {
       "  --threads N          compute threads (default: all cores)\n"
       "  --max-sessions S     sequences generated at once, one KV cache each (default 4)\n"
       "  --max-context C      positions per session (default: the model's context)\n"
+      "  --kv-type T          KV cache element type: f32 | f16 | bf16 (default f32)\n"
       "  --queue Q            requests waiting beyond those; more get 429 (default 16)\n"
       "  --prefill-chunk T    prompt tokens prefilled per scheduler step (default 256)\n"
       "  --api-key KEY        require 'Authorization: Bearer KEY' on /v1/* (default: the\n"
@@ -66,7 +67,7 @@ int cmd_serve(int argc, char** argv) {
   if (!a.parse(argc, argv, {"help"},
                {"tokenizer", "synthetic", "seed", "host", "port", "threads", "max-sessions", "max-context", "queue",
                 "prefill-chunk", "api-key", "timeout", "shutdown-grace", "max-body", "chat-template", "model-name",
-                "http-threads"}))
+                "http-threads", "kv-type"}))
     return usage_error(a.error());
   if (a.has("help")) {
     usage(stdout);
@@ -107,6 +108,8 @@ int cmd_serve(int argc, char** argv) {
   o.scheduler.max_context = static_cast<int>(context);
   o.scheduler.queue = static_cast<int>(queue);
   o.scheduler.prefill_chunk = static_cast<int>(chunk);
+  if (a.has("kv-type") && !parse_kv_type(a.str("kv-type"), &o.scheduler.kv_type))
+    return usage_error("--kv-type '" + a.str("kv-type") + "' is not one of f32, f16, bf16");
   o.api_key = a.str("api-key");
   if (!a.has("api-key"))
     if (const char* env = std::getenv("HEADWISE_API_KEY")) o.api_key = env;

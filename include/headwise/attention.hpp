@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "headwise/kv_type.hpp"
 #include "headwise/limits.hpp"
 #include "headwise/status.hpp"
 
@@ -21,6 +22,19 @@ struct AttnInput {
 struct AttnOutput {
   float* data = nullptr;
   int64_t batch_stride = 0, pos_stride = 0, head_stride = 0;
+};
+
+// K or V stored as AttentionParams::kv_type elements (float for f32, uint16_t bit
+// patterns for f16 and bf16; see kv_type.hpp), e.g. a session's 16-bit KV cache.
+struct AttnKvInput {
+  const void* data = nullptr;
+  int64_t batch_stride = 0, pos_stride = 0, head_stride = 0;
+  AttnKvInput() = default;
+  AttnKvInput(const void* d, int64_t b, int64_t p, int64_t h)
+      : data(d), batch_stride(b), pos_stride(p), head_stride(h) {}
+  AttnKvInput(const AttnInput& f)  // NOLINT: an fp32 tensor is a K/V input of type f32
+      : data(f.data), batch_stride(f.batch_stride), pos_stride(f.pos_stride),
+        head_stride(f.head_stride) {}
 };
 
 // Strides of a densely packed [batch][positions][heads][head_dim] tensor.
@@ -49,18 +63,23 @@ struct AttentionParams {
   // OpenMP threads for this call; 0 = omp_get_max_threads(). Inside an OpenMP parallel
   // region the call runs on the calling thread only (no nested parallelism).
   int threads = 0;
+  // Element type of K and V (f32, or a 16-bit cache widened in registers). Q, O and all
+  // arithmetic are fp32 whatever it is.
+  KvType kv_type = KvType::f32;
 };
 
 // The fused kernel of the active ISA (see isa_name()). Errors: null pointers,
 // non-positive sizes, q_heads % kv_heads != 0, head_dim outside 1..256, q_len > kv_len
 // with causal, a kv_valid entry outside 0..kv_len, an unusable HEADWISE_ISA.
-Status attention(const AttentionParams& params, AttnInput q, AttnInput k, AttnInput v,
+Status attention(const AttentionParams& params, AttnInput q, AttnKvInput k, AttnKvInput v,
                  AttnOutput out);
 
 // The float64 reference implementation (materialised scores, full softmax): slow,
 // obviously correct, the oracle the fused kernels are tested against.
-Status attention_reference(const AttentionParams& params, AttnInput q, AttnInput k,
-                           AttnInput v, AttnOutput out);
+// With a 16-bit kv_type it widens the stored elements exactly, so it computes on the
+// same rounded K/V as the kernels.
+Status attention_reference(const AttentionParams& params, AttnInput q, AttnKvInput k,
+                           AttnKvInput v, AttnOutput out);
 
 // The ISA the kernels run on now: "avx512", "avx2" or "scalar".
 const char* isa_name();

@@ -123,9 +123,19 @@ hw_status hw_detokenize_piece(const hw_model* model, int32_t prev, int32_t token
  * One conversation: a KV cache of max_context positions, allocated when it opens. */
 typedef struct hw_session hw_session;
 
+/* Element type of a session's KV cache. Activations and arithmetic stay fp32; a 16-bit
+ * cache holds K/V rows rounded to nearest even and takes half the memory and half the
+ * bytes read per decoded token. */
+typedef enum hw_kv_type {
+  HW_KV_F32 = 0,  /* exact (the default) */
+  HW_KV_F16 = 1,  /* IEEE binary16 (llama.cpp's default cache type) */
+  HW_KV_BF16 = 2  /* bfloat16 */
+} hw_kv_type;
+
 typedef struct hw_session_options {
   int threads;      /* OpenMP threads per call; 0: all cores; at most 1024 */
   int max_context;  /* positions (KV cache size); 0: the model's max_seq_len */
+  int kv_type;      /* an hw_kv_type; anything else is HW_ERR_INVALID_ARGUMENT */
 } hw_session_options;
 /* opts NULL (or all zero): the defaults above. */
 hw_status hw_session_open(const hw_model* model, const hw_session_options* opts,
@@ -149,6 +159,8 @@ hw_status hw_session_decode_batch(hw_session* const* sessions, const int32_t* to
 /* The logits of the last position processed (*vocab floats). HW_ERR_OUT_OF_RANGE when
  * nothing has been processed since the session opened or was reset. */
 hw_status hw_session_logits(const hw_session* session, const float** out, int* vocab);
+/* The KV cache's size in bytes (max_context positions of its element type). */
+hw_status hw_session_kv_cache_bytes(const hw_session* session, uint64_t* out);
 /* Positions held (tokens processed since open / reset). */
 hw_status hw_session_position(const hw_session* session, int* out);
 /* Forgets the context; keeps the memory. */

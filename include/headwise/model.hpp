@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "headwise/kv_type.hpp"
 #include "headwise/limits.hpp"
 #include "headwise/status.hpp"
 #include "headwise/tokenizer.hpp"
@@ -40,7 +41,8 @@ struct ModelInfo {
   int max_seq_len = 0;
   size_t weight_bytes = 0;           // packed GEMM weights + other weights, in memory
   int64_t activation_floats_per_row = 0;  // the memory plan's arena, per token of a step
-  size_t kv_bytes_per_token = 0;     // KV cache bytes per position (all layers)
+  size_t kv_bytes_per_token = 0;     // KV cache bytes per position (all layers), f32 cache;
+                                     // a session's own: Session::kv_bytes_per_token()
   // GGUF / Hugging Face checkpoints: the architecture ("llama", "qwen3", ...; empty for
   // descriptions and llama2.c), the ids that end generation (empty: llama2.c's rule,
   // BOS ends the text), and generation_config.json's sampling defaults (< 0: none).
@@ -67,7 +69,8 @@ struct AttentionTap {
   float scale = 0;
   const float* q = nullptr;  int64_t q_stride = 0;   // (rows, heads·head_dim), after RoPE
   const float* k = nullptr;  const float* v = nullptr;
-  int64_t kv_stride = 0;  int kv_len = 0;            // (kv_len, kv_heads·head_dim) cache
+  int64_t kv_stride = 0;  int kv_len = 0;            // (kv_len, kv_heads·head_dim) cache,
+                                                     // fp32 (a 16-bit cache is widened)
   float* out = nullptr;  int64_t out_stride = 0;     // (rows, heads·head_dim)
 };
 using AttentionHook = std::function<void(const AttentionTap&)>;
@@ -95,6 +98,9 @@ struct SessionOptions {
   int max_chunk = 0;        // rows per prefill pass; 0: min(max_context, 1024)
   bool all_logits = false;  // keep the logits of every position (prefill), not just the last
   bool profile = false;     // time every op (timings()), and record trace events
+  // Element type of the KV cache: f32 (exact), f16 or bf16 (half the bytes; K/V rows are
+  // rounded to nearest even when written, attention widens them in registers).
+  KvType kv_type = KvType::f32;
   // Bytes the session's KV cache, activations and logits may take, checked before
   // they are allocated; 0: the memory available now (MemAvailable).
   uint64_t memory_limit = 0;
@@ -175,7 +181,9 @@ class Session {
   const std::vector<TraceEvent>& trace() const { return trace_; }
   void clear_profile();
 
-  size_t kv_cache_bytes() const;
+  size_t kv_cache_bytes() const;     // the cache's bytes (its element type's size)
+  size_t kv_bytes_per_token() const; // per position, all layers
+  KvType kv_type() const;
   size_t arena_bytes() const;
 
  private:

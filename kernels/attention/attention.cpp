@@ -10,7 +10,7 @@
 
 namespace headwise::kernels {
 
-#define HW_ATTN_KERNEL(isa, prefill, decode, qt, kt)                                    \
+#define HW_ATTN_KERNEL(isa, kv, prefill, decode, qt, kt)                                \
   void prefill(const AttnProblem&, int, int, int, float*);                             \
   void decode(const AttnProblem&, int, int, int, float*, float*);
 #include "kernels/attention/attention.inc"
@@ -18,8 +18,8 @@ namespace headwise::kernels {
 
 namespace {
 const AttnKernel kTable[] = {
-#define HW_ATTN_KERNEL(isa, prefill, decode, qt, kt) \
-  {Isa::isa, #prefill, prefill, decode, qt, kt},
+#define HW_ATTN_KERNEL(isa, kv, prefill, decode, qt, kt) \
+  {Isa::isa, KvType::kv, #prefill, prefill, decode, qt, kt},
 #include "kernels/attention/attention.inc"
 #undef HW_ATTN_KERNEL
 };
@@ -34,10 +34,15 @@ constexpr int kMinChunkKeys = 64;
 constexpr int kMaxChunks = 64;
 }  // namespace
 
-const AttnKernel& attn_kernel(Isa isa) {
-  for (const AttnKernel& k : kTable)
+const AttnKernel& attn_kernel(Isa isa, KvType kv_type) {
+  const AttnKernel* fallback = nullptr;  // the last (scalar) kernel of this type
+  for (const AttnKernel& k : kTable) {
+    if (k.kv_type != kv_type) continue;
     if (k.isa == isa) return k;
-  return kTable[sizeof(kTable) / sizeof(kTable[0]) - 1];
+    fallback = &k;
+  }
+  assert(fallback);
+  return *fallback;
 }
 
 AttnPlan plan_attention(const AttnKernel& k, const AttnProblem& p, int threads,
@@ -52,7 +57,8 @@ AttnPlan plan_attention(const AttnKernel& k, const AttnProblem& p, int threads,
     const int tasks = p.batch * p.q_heads * ceil_div(p.q_len, k.q_tile);
     plan.path = AttnPath::prefill;
     plan.threads = std::max(1, std::min(threads, tasks));
-    plan.scratch_floats = round16(prefill_scratch_floats(k.q_tile, k.kv_tile, p.head_dim));
+    plan.scratch_floats =
+        round16(prefill_scratch_floats(k.q_tile, k.kv_tile, p.head_dim, k.kv_type));
     return plan;
   }
   plan.path = AttnPath::decode;
@@ -142,6 +148,7 @@ void run_attention(const AttnKernel& k, const AttnProblem& p, const AttnPlan& pl
                    float* workspace) {
   assert(p.q_heads % p.kv_heads == 0 && p.head_dim >= 1 && p.head_dim <= kMaxHeadDim);
   assert(!p.causal || p.q_len <= p.kv_len);
+  assert(k.kv_type == p.kv_type);
   if (p.batch == 0 || p.q_len == 0) return;
   if (plan.path == AttnPath::decode) run_decode(k, p, plan, workspace);
   else run_prefill(k, p, plan, workspace);

@@ -8,11 +8,15 @@
 //   base + b·stride_b + t·stride_t + h·stride_h + d
 // i.e. any strides for batch, position and head, head_dim contiguous. Q, K and V can
 // therefore be slices of one fused QKV buffer or of a KV cache, with no copies.
+// K and V hold elements of the problem's kv_type (fp32, f16 or bf16; see
+// headwise/kv_type.hpp); the kernels widen 16-bit elements to fp32 in registers, and all
+// arithmetic is fp32.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "headwise/kv_type.hpp"
 #include "kernels/dispatch.hpp"
 
 namespace headwise::kernels {
@@ -31,6 +35,16 @@ struct Strided {
   const float* at(int b, int t, int h) const { return data + b * sb + t * st + h * sh; }
 };
 
+// K or V: elements of AttnProblem::kv_type (float or uint16_t), strides in elements.
+struct StridedKv {
+  const void* data = nullptr;
+  int64_t sb = 0, st = 0, sh = 0;
+  template <class T>
+  const T* at(int b, int t, int h) const {
+    return static_cast<const T*>(data) + b * sb + t * st + h * sh;
+  }
+};
+
 struct StridedOut {
   float* data = nullptr;
   int64_t sb = 0, st = 0, sh = 0;
@@ -40,7 +54,9 @@ struct StridedOut {
 enum class AttnPath { automatic, prefill, decode };
 
 struct AttnProblem {
-  Strided q, k, v;  // q: (B, Tq, Hq, D)   k, v: (B, Tk, Hkv, D)
+  Strided q;        // q: (B, Tq, Hq, D)
+  StridedKv k, v;   // k, v: (B, Tk, Hkv, D), elements of kv_type
+  KvType kv_type = KvType::f32;
   StridedOut o;     // o: (B, Tq, Hq, D)
   int batch = 1, q_len = 0, kv_len = 0, q_heads = 0, kv_heads = 0, head_dim = 0;
   bool causal = true;
@@ -81,6 +97,7 @@ using AttnDecodeFn = void (*)(const AttnProblem& p, int b, int k0, int k1, float
 
 struct AttnKernel {
   Isa isa;
+  KvType kv_type;  // the K/V element type it reads
   const char* name;
   AttnPrefillFn prefill;
   AttnDecodeFn decode;
@@ -88,8 +105,9 @@ struct AttnKernel {
   int kv_tile;  // keys per inner tile (prefill) and per score block (decode)
 };
 
-// The kernel for an ISA (every ISA has one; the table is attention.inc).
-const AttnKernel& attn_kernel(Isa isa);
+// The kernel for an ISA and K/V element type (every pair has one; the table is
+// attention.inc).
+const AttnKernel& attn_kernel(Isa isa, KvType kv_type = KvType::f32);
 
 // The tiles attention.inc states for an ISA, at compile time: the per-ISA translation
 // units instantiate their bodies with these, so the list is the only place they are
@@ -97,9 +115,9 @@ const AttnKernel& attn_kernel(Isa isa);
 struct AttnTiles {
   int q_tile, kv_tile;
 };
-constexpr AttnTiles attn_tiles(Isa isa) {
-#define HW_ATTN_KERNEL(isa_, prefill, decode, qt, kt) \
-  if (isa == Isa::isa_) return {qt, kt};
+constexpr AttnTiles attn_tiles(Isa isa, KvType kv_type = KvType::f32) {
+#define HW_ATTN_KERNEL(isa_, kv_, prefill, decode, qt, kt) \
+  if (isa == Isa::isa_ && kv_type == KvType::kv_) return {qt, kt};
 #include "kernels/attention/attention.inc"
 #undef HW_ATTN_KERNEL
   return {0, 0};
@@ -107,12 +125,15 @@ constexpr AttnTiles attn_tiles(Isa isa) {
 
 // Scratch each thread needs (floats). The kernel bodies lay scratch out the same way.
 //   prefill: Qt (D, QT) | Ot (D, QT) | St (KT, QT) | m, l (QT each)
+//            | 16-bit K/V only: Kt, Vt (KT, D) each, the current tile widened to fp32
 //   decode:  Qs (R, Dp) | scores (R, KT), with R = q_len · q_heads and Dp = D rounded to 16
 inline int decode_row_floats(int head_dim) { return (head_dim + 15) / 16 * 16; }
 constexpr int kPartAcc = 16;
 inline int decode_part_floats(int head_dim) { return kPartAcc + decode_row_floats(head_dim); }
-inline size_t prefill_scratch_floats(int q_tile, int kv_tile, int head_dim) {
-  return size_t(2 * head_dim + kv_tile + 2) * q_tile;
+inline size_t prefill_scratch_floats(int q_tile, int kv_tile, int head_dim,
+                                     KvType kv_type = KvType::f32) {
+  const size_t tiles = kv_type == KvType::f32 ? 0 : size_t(2) * kv_tile * head_dim;
+  return size_t(2 * head_dim + kv_tile + 2) * q_tile + tiles;
 }
 inline size_t decode_scratch_floats(int kv_tile, int rows, int head_dim) {
   return size_t(rows) * (decode_row_floats(head_dim) + kv_tile);

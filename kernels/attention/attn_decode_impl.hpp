@@ -10,7 +10,9 @@
 // (Measured on Zen 5: walking positions in the outer loop and heads inside, or adding
 // software prefetches, did not read any faster than this head-by-head order.)
 //
-// Templated on the vector vocabulary S and the key block KT; instantiated once per ISA.
+// Templated on the vector vocabulary S, the K/V element tag E (KvF32, KvF16, KvBf16:
+// 16-bit elements are widened to fp32 in registers as they are loaded, so a 16-bit cache
+// is read at half the bytes) and the key block KT; instantiated once per ISA and type.
 #pragma once
 
 #include <algorithm>
@@ -18,37 +20,40 @@
 #include <cmath>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/simd/widen.hpp"
 
 namespace headwise::kernels {
 namespace {
 
-template <class S, int KT>
+template <class S, class E, int KT>
 struct AttnDecode {
   using V = typename S::V;
+  using T = typename E::T;
+  using L = simd::Widen<S, E>;
   static constexpr int W = S::W;
   static constexpr int kPvGroup = 8;  // positions per pass of step 3
 
   // q · k over D features (the query row is zero padded to a multiple of W).
-  static inline float dot(const float* q, const float* k, int D) {
+  static inline float dot(const float* q, const T* k, int D) {
     V a0 = S::zero(), a1 = S::zero();
     int d = 0;
     for (; d + 2 * W <= D; d += 2 * W) {
-      a0 = S::fma(S::loada(q + d), S::load(k + d), a0);
-      a1 = S::fma(S::loada(q + d + W), S::load(k + d + W), a1);
+      a0 = S::fma(S::loada(q + d), L::load(k + d), a0);
+      a1 = S::fma(S::loada(q + d + W), L::load(k + d + W), a1);
     }
-    for (; d + W <= D; d += W) a0 = S::fma(S::loada(q + d), S::load(k + d), a0);
-    if (d < D) a1 = S::fma(S::loada(q + d), S::load_partial(k + d, D - d), a1);
+    for (; d + W <= D; d += W) a0 = S::fma(S::loada(q + d), L::load(k + d), a0);
+    if (d < D) a1 = S::fma(S::loada(q + d), L::load_partial(k + d, D - d), a1);
     return S::hsum(a0 + a1);
   }
 
   // acc(0 .. NV·W) += Σ_j w_j · v(j, 0 .. NV·W), rows of v vstride apart.
   template <int NV>
-  static inline void pv(float* acc, const float* v, int64_t vstride, const float* w, int nk) {
+  static inline void pv(float* acc, const T* v, int64_t vstride, const float* w, int nk) {
     V a[NV];
     for (int u = 0; u < NV; ++u) a[u] = S::load(acc + u * W);
     for (int j = 0; j < nk; ++j) {
       const V wj = S::set1(w[j]);
-      for (int u = 0; u < NV; ++u) a[u] = S::fma(wj, S::load(v + j * vstride + u * W), a[u]);
+      for (int u = 0; u < NV; ++u) a[u] = S::fma(wj, L::load(v + j * vstride + u * W), a[u]);
     }
     for (int u = 0; u < NV; ++u) S::store(acc + u * W, a[u]);
   }
@@ -87,7 +92,7 @@ struct AttnDecode {
       for (int r = 0; r < R; ++r) {
         const int t = r / Hq, hk = (r % Hq) / G;
         const float* qs = Qs + size_t(r) * Dp;
-        const float* kr = p.k.at(b, kb, hk);
+        const T* kr = p.k.at<T>(b, kb, hk);
         float* s = sc + size_t(r) * KT;
         int j = 0;
         if (D % W == 0)
@@ -96,7 +101,7 @@ struct AttnDecode {
             for (int i = 0; i < W; ++i) acc[i] = S::zero();
             for (int d = 0; d < D; d += W) {
               const V q = S::loada(qs + d);
-              for (int i = 0; i < W; ++i) acc[i] = S::fma(q, S::load(kr + (j + i) * p.k.st + d), acc[i]);
+              for (int i = 0; i < W; ++i) acc[i] = S::fma(q, L::load(kr + (j + i) * p.k.st + d), acc[i]);
             }
             S::store(s + j, S::hsum_lanes(acc));
           }
@@ -148,7 +153,7 @@ struct AttnDecode {
       for (int j0 = 0; j0 < nk; j0 += kPvGroup) {
         const int nj = std::min(kPvGroup, nk - j0);
         for (int r = 0; r < R; ++r) {
-          const float* vr = p.v.at(b, kb + j0, (r % Hq) / G);
+          const T* vr = p.v.at<T>(b, kb + j0, (r % Hq) / G);
           const float* w = sc + size_t(r) * KT + j0;
           float* acc = part + r * P + kPartAcc;
           int d = 0;
@@ -168,7 +173,7 @@ struct AttnDecode {
           }
           for (; d < D; ++d) {
             float a = acc[d];
-            for (int jj = 0; jj < nj; ++jj) a += w[jj] * vr[jj * p.v.st + d];
+            for (int jj = 0; jj < nj; ++jj) a += w[jj] * L::one(vr + jj * p.v.st + d);
             acc[d] = a;
           }
         }

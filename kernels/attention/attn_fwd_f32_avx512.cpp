@@ -15,12 +15,12 @@ static_assert(kTiles.q_tile % S::W == 0 && kTiles.kv_tile > 0, "attention.inc ti
 }  // namespace
 
 void attn_fwd_f32_q64k64__avx512(const AttnProblem& p, int b, int hq, int q0, float* s) {
-  AttnFwd<S, kTiles.q_tile / S::W, kTiles.kv_tile, 6, 6>::run(p, b, hq, q0, s);
+  AttnFwd<S, KvF32, kTiles.q_tile / S::W, kTiles.kv_tile, 6, 6>::run(p, b, hq, q0, s);
 }
 
 void attn_decode_f32_k64__avx512(const AttnProblem& p, int b, int k0, int k1, float* part,
                                  float* s) {
-  AttnDecode<S, kTiles.kv_tile>::run(p, b, k0, k1, part, s);
+  AttnDecode<S, KvF32, kTiles.kv_tile>::run(p, b, k0, k1, part, s);
 }
 
 }  // namespace headwise::kernels

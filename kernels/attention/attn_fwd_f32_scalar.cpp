@@ -12,12 +12,12 @@ static_assert(kTiles.q_tile % simd::Scalar::W == 0 && kTiles.kv_tile > 0, "atten
 }  // namespace
 
 void attn_fwd_f32_q4k64__scalar(const AttnProblem& p, int b, int hq, int q0, float* s) {
-  AttnFwd<simd::Scalar, kTiles.q_tile / simd::Scalar::W, kTiles.kv_tile, 4, 4>::run(p, b, hq, q0, s);
+  AttnFwd<simd::Scalar, KvF32, kTiles.q_tile / simd::Scalar::W, kTiles.kv_tile, 4, 4>::run(p, b, hq, q0, s);
 }
 
 void attn_decode_f32_k64__scalar(const AttnProblem& p, int b, int k0, int k1, float* part,
                                  float* s) {
-  AttnDecode<simd::Scalar, kTiles.kv_tile>::run(p, b, k0, k1, part, s);
+  AttnDecode<simd::Scalar, KvF32, kTiles.kv_tile>::run(p, b, k0, k1, part, s);
 }
 
 }  // namespace headwise::kernels

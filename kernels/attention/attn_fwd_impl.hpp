@@ -1,6 +1,13 @@
 // The fused (flash-style) prefill attention body, templated on the vector vocabulary
-// S (simd::F32<arch> or simd::Scalar) and the tile shape. Each ISA's translation unit
-// instantiates it once (attn_fwd_f32_<isa>.cpp).
+// S (simd::F32<arch> or simd::Scalar), the K/V element tag E (KvF32, KvF16, KvBf16) and
+// the tile shape. Each ISA's translation unit instantiates it once per element type
+// (attn_fwd_<type>_<isa>.cpp).
+//
+// A 16-bit K/V tile is widened to fp32 once per tile, row by row in registers, into
+// (KT, D) scratch (L1/L2-resident), and the fp32 micro-kernels below run on it: each tile
+// meets QT queries, so the conversion costs 1/QT of the tile's FMAs, whereas widening
+// inside the micro-kernels would add a shuffle and a convert to every broadcast, i.e.
+// to every NQ ≤ 4 FMAs. The fp32 path reads the cache in place, as before.
 //
 // Online softmax after Milakov & Gimelshein 2018 (arXiv:1805.02867) and FlashAttention
 // (Dao et al. 2022, arXiv:2205.14135): a tile of QT queries meets the keys KT at a time;
@@ -22,6 +29,7 @@
 #include <type_traits>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/simd/widen.hpp"
 
 namespace headwise::kernels {
 namespace {
@@ -31,7 +39,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 // QV query vectors per tile; KT keys per tile; register blocks of NKR keys (Q·Kᵀ) or NDR
 // features (P·V) by QR query vectors. A tile wider than a register block (QV > QR) lets
 // ISAs with few registers (AVX2: 16) still reuse each K/V tile for 64 queries.
-template <class S, int QV, int KT, int NKR, int NDR, int QR = QV>
+template <class S, class E, int QV, int KT, int NKR, int NDR, int QR = QV>
 struct AttnFwd {
   static_assert(QV % QR == 0, "a tile is a whole number of register blocks");
   using V = typename S::V;
@@ -153,10 +161,11 @@ struct AttnFwd {
   // ---- one step of the online softmax --------------------------------------------------
   // Keys key0 .. key0+nk−1 against query vectors [vs, QV); vectors below vs see none of
   // these keys (causal) and are left alone.
+  // K rows are kst floats apart, V rows vst.
   static void keys(const AttnProblem& p, float* Qt, float* Ot, float* St, float* m, float* l,
-                   const float* kbase, const float* vbase, int key0, int nk, int vs, int q_pos0) {
+                   const float* kbase, int64_t kst, const float* vbase, int64_t vst, int key0,
+                   int nk, int vs, int q_pos0) {
     const int D = p.head_dim;
-    const int64_t kst = p.k.st, vst = p.v.st;
 
     // 1) scores: St(j, :) = K(key0 + j) · Qt
     over_vectors(vs, [&](auto nq, int v) { qk_vectors<decltype(nq)::value>(v, Qt, D, kbase, kst, nk, St); });
@@ -208,6 +217,8 @@ struct AttnFwd {
     float* St = Ot + size_t(D) * QT;   // (KT, QT)
     float* m = St + size_t(KT) * QT;   // (QT,) running max of scores, log2 units
     float* l = m + QT;                 // (QT,) running sum of 2^(s − m)
+    float* Kt = l + QT;                // (KT, D) 16-bit K/V only: the tile widened
+    float* Vt = Kt + size_t(KT) * D;   // (KT, D)
 
     // Qt(d, r) = Q(q0 + r, d) · scale · log2(e): the softmax then runs in base 2.
     // W×W blocks are transposed in registers; rows past the last query are zeros.
@@ -233,26 +244,44 @@ struct AttnFwd {
     const int q_pos0 = p.causal_offset() + q0;
     int kend = p.kv_valid ? std::min(p.kv_len, p.kv_valid[b]) : p.kv_len;
     if (p.causal) kend = std::min(kend, q_pos0 + nq);
-    const int64_t kst = p.k.st, vst = p.v.st;
+    using T = typename E::T;
+    constexpr bool kWide = !std::is_same_v<E, KvF32>;
+    constexpr int kPrefetchStep = 64 / sizeof(T);  // elements per cache line
 
     for (int k0 = 0; k0 < kend; k0 += KT) {
       const int nk = std::min(KT, kend - k0);
-      const float* kbase = p.k.at(b, k0, hk);
-      const float* vbase = p.v.at(b, k0, hk);
+      const T* kt = p.k.at<T>(b, k0, hk);
+      const T* vt = p.v.at<T>(b, k0, hk);
+      const int64_t kst = p.k.st, vst = p.v.st;
 
       // Ask for the next tile's K and V rows now (into L2): a head's K and V exceed L2
       // for long sequences, and every query tile streams them again.
       if (k0 + KT < kend) {
         const int nn = std::min(KT, kend - k0 - KT);
         for (int j = 0; j < nn; ++j)
-          for (int d = 0; d < D; d += 16) {
-            __builtin_prefetch(kbase + (KT + j) * kst + d, 0, 2);
-            __builtin_prefetch(vbase + (KT + j) * vst + d, 0, 2);
+          for (int d = 0; d < D; d += kPrefetchStep) {
+            __builtin_prefetch(kt + (KT + j) * kst + d, 0, 2);
+            __builtin_prefetch(vt + (KT + j) * vst + d, 0, 2);
           }
       }
 
+      // The tile as fp32 rows: the cache itself, or (16-bit) its widened copy.
+      const float* kbase;
+      const float* vbase;
+      int64_t ks, vs_;
+      if constexpr (kWide) {
+        using L = simd::Widen<S, E>;
+        for (int j = 0; j < nk; ++j) {
+          L::row(kt + j * kst, Kt + size_t(j) * D, D);
+          L::row(vt + j * vst, Vt + size_t(j) * D, D);
+        }
+        kbase = Kt, vbase = Vt, ks = D, vs_ = D;
+      } else {
+        kbase = kt, vbase = vt, ks = kst, vs_ = vst;
+      }
+
       if (!p.causal || k0 + nk - 1 <= q_pos0 || W == 1) {
-        keys(p, Qt, Ot, St, m, l, kbase, vbase, k0, nk, 0, q_pos0);
+        keys(p, Qt, Ot, St, m, l, kbase, ks, vbase, vs_, k0, nk, 0, q_pos0);
         continue;
       }
       // The diagonal tile: the keys past q_pos0 are visible to only part of the tile.
@@ -261,8 +290,8 @@ struct AttnFwd {
       for (int j = 0; j < nk; j += W) {
         const int bound = k0 + j - q_pos0;  // query lanes below it miss key k0 + j
         const int vs = std::clamp(bound / W, 0, QV - 1);
-        keys(p, Qt, Ot, St, m, l, kbase + j * kst, vbase + j * vst, k0 + j, std::min(W, nk - j),
-             bound > 0 ? vs : 0, q_pos0);
+        keys(p, Qt, Ot, St, m, l, kbase + j * ks, ks, vbase + j * vs_, vs_, k0 + j,
+             std::min(W, nk - j), bound > 0 ? vs : 0, q_pos0);
       }
     }
 

@@ -1,16 +1,23 @@
 // Reference multi-head attention, written to be obviously correct (llama2.c style):
 // per (batch, query head, query) materialise every score in float64, take the full
 // softmax, weight V. Every fast path is tested against this; it is never optimised.
+// 16-bit K/V are widened exactly (half.hpp), so the reference sees the same rounded
+// values the kernels do: the only difference left is the order of summation.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/simd/half.hpp"
 
 namespace headwise::kernels {
 
-void attention_reference(const AttnProblem& p) {
+namespace {
+
+template <class E>
+void reference(const AttnProblem& p) {
+  using T = typename E::T;
   const int D = p.head_dim;
   std::vector<double> score(static_cast<size_t>(p.kv_len));  // (Tk,) one query's scores
   std::vector<double> out(static_cast<size_t>(D));            // (D,)
@@ -25,9 +32,9 @@ void attention_reference(const AttnProblem& p) {
         if (p.causal) last = std::min(last, p.causal_offset() + i);
         double mx = -std::numeric_limits<double>::infinity();
         for (int j = 0; j <= last; ++j) {
-          const float* k = p.k.at(b, j, hk);
+          const T* k = p.k.at<T>(b, j, hk);
           double s = 0.0;
-          for (int d = 0; d < D; ++d) s += static_cast<double>(q[d]) * k[d];
+          for (int d = 0; d < D; ++d) s += static_cast<double>(q[d]) * widen(E(), k[d]);
           score[j] = s * p.scale;
           mx = std::max(mx, score[j]);
         }
@@ -38,15 +45,25 @@ void attention_reference(const AttnProblem& p) {
         }
         std::fill(out.begin(), out.end(), 0.0);
         for (int j = 0; j <= last; ++j) {
-          const float* v = p.v.at(b, j, hk);
+          const T* v = p.v.at<T>(b, j, hk);
           const double w = score[j] / sum;
-          for (int d = 0; d < D; ++d) out[d] += w * v[d];
+          for (int d = 0; d < D; ++d) out[d] += w * widen(E(), v[d]);
         }
         // A query with no visible key (last < 0) gets zeros, not 0/0.
         float* o = p.o.at(b, i, hq);
         for (int d = 0; d < D; ++d) o[d] = static_cast<float>(out[d]);
       }
     }
+  }
+}
+
+}  // namespace
+
+void attention_reference(const AttnProblem& p) {
+  switch (p.kv_type) {
+    case KvType::f32: return reference<KvF32>(p);
+    case KvType::f16: return reference<KvF16>(p);
+    case KvType::bf16: return reference<KvBf16>(p);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/simd/half.hpp"
 
 namespace headwise::test {
 
@@ -19,6 +20,7 @@ using kernels::AttnProblem;
 using kernels::Isa;
 
 inline std::vector<Isa> all_isas() { return {Isa::avx512, Isa::avx2, Isa::scalar}; }
+inline std::vector<KvType> all_kv_types() { return {KvType::f32, KvType::f16, KvType::bf16}; }
 
 // Skips the current test when the CPU lacks `isa` (and says so in the output).
 #define HW_REQUIRE_ISA(isa)                                                        \
@@ -37,7 +39,21 @@ struct AttnData {
   std::vector<float> out;   // (B, Tq, Hq, D) dense
   std::vector<float> ref;   // same
   std::vector<int32_t> valid;
+  // The fused buffer rounded to f16 / bf16 (same layout and strides): a 16-bit KV
+  // cache's K and V, made on first use with the scalar conversions of half.hpp.
+  std::vector<uint16_t> f16, bf16;
   int T() const { return std::max(Tq, Tk); }
+
+  const void* kv_buffer(KvType t) {
+    if (t == KvType::f32) return qkv.data();
+    std::vector<uint16_t>& h = t == KvType::f16 ? f16 : bf16;
+    if (h.empty()) {
+      h.resize(qkv.size());
+      for (size_t i = 0; i < qkv.size(); ++i)
+        h[i] = t == KvType::f16 ? kernels::f32_to_f16(qkv[i]) : kernels::f32_to_bf16(qkv[i]);
+    }
+    return h.data();
+  }
 
   AttnData(int B_, int Tq_, int Tk_, int Hq_, int Hkv_, int D_, unsigned seed = 1, int pad = 3,
            float qscale = 2.0f)
@@ -56,12 +72,16 @@ struct AttnData {
   }
 
   // Queries are the last Tq positions of the buffer (as in decode / chunked prefill).
-  AttnProblem problem(bool causal, float* o) {
+  // K and V are read as kv elements (the rounded copy for a 16-bit type); Q stays fp32.
+  AttnProblem problem(bool causal, float* o, KvType kv = KvType::f32) {
     AttnProblem p;
     const int64_t sb = int64_t(T()) * row;
+    const size_t esize = kv_type_bytes(kv);
+    const char* base = static_cast<const char*>(kv_buffer(kv));
     p.q = {qkv.data() + int64_t(T() - Tq) * row, sb, row, D};
-    p.k = {qkv.data() + int64_t(Hq) * D, sb, row, D};
-    p.v = {qkv.data() + int64_t(Hq + Hkv) * D, sb, row, D};
+    p.k = {base + int64_t(Hq) * D * esize, sb, row, D};
+    p.v = {base + int64_t(Hq + Hkv) * D * esize, sb, row, D};
+    p.kv_type = kv;
     p.o = {o, int64_t(Tq) * Hq * D, int64_t(Hq) * D, D};
     p.batch = B;
     p.q_len = Tq;
@@ -87,7 +107,7 @@ struct AttnData {
 
 // Runs one kernel of the table on p with its own workspace.
 inline void run_kernel(Isa isa, const AttnProblem& p, int threads, AttnPath path) {
-  const kernels::AttnKernel& k = kernels::attn_kernel(isa);
+  const kernels::AttnKernel& k = kernels::attn_kernel(isa, p.kv_type);
   const kernels::AttnPlan plan = kernels::plan_attention(k, p, threads, path);
   std::unique_ptr<float, decltype(&std::free)> ws(
       static_cast<float*>(std::aligned_alloc(64, (plan.workspace_floats() * 4 + 64) / 64 * 64)),
@@ -106,7 +126,9 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
 }
 
 // The stated tolerance of every fused path against the float64 reference:
-// max abs error ≤ 1e-5 · max|V|.
+// max abs error ≤ 1e-5 · max|V|. It holds for 16-bit K/V too, because the reference
+// then computes on the same rounded K/V (widening is exact): only the fp32 summation
+// order and the exp2 polynomial differ, never the inputs.
 constexpr double kRelTol = 1e-5;
 
 }  // namespace headwise::test

@@ -2,7 +2,8 @@
 // against the float64 reference, over the sweep the kernels promise:
 // head_dim 1..256, sequence lengths around every tile edge, causal and bidirectional,
 // MHA/GQA/MQA, batches, strided inputs from one fused QKV buffer, decode against long
-// caches, padded batches. Tolerance: max abs error ≤ 1e-5 · max|V|.
+// caches, padded batches; each with an fp32, f16 and bf16 K/V cache, against the
+// reference on the same rounded K/V. Tolerance: max abs error ≤ 1e-5 · max|V|.
 #include <sstream>
 
 #include "tests/kernels/attention_cases.hpp"
@@ -36,26 +37,30 @@ TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
     const int lens[] = {c.Tk, c.Tk / 2 + 1, 0};
     for (int b = 0; b < c.B; ++b) data.valid.push_back(lens[b % 3]);
   }
-  kernels::attention_reference(data.problem(c.causal, data.ref.data()));
-  const double tol = kRelTol * data.max_abs_v();
+  const double tol = kRelTol * data.max_abs_v();  // rounding to 16 bits keeps |V| ≤ 1
 
   int ran = 0;
-  for (Isa isa : all_isas()) {
-    if (!kernels::may_use(isa)) {
-      std::cout << "[ SKIPPED  ] " << kernels::isa_name(isa) << ": CPU lacks it\n";
-      continue;
-    }
-    std::vector<AttnPath> paths = {AttnPath::prefill};
-    if (c.Tq <= 64) paths.push_back(AttnPath::decode);
-    for (AttnPath path : paths)
-      for (int threads : {1, 2}) {
-        std::fill(data.out.begin(), data.out.end(), NAN);
-        run_kernel(isa, data.problem(c.causal, data.out.data()), threads, path);
-        EXPECT_LE(max_abs_diff(data.out, data.ref), tol)
-            << kernels::isa_name(isa) << (path == AttnPath::decode ? " decode" : " prefill")
-            << " threads=" << threads;
-        ++ran;
+  for (KvType kv : all_kv_types()) {
+    kernels::attention_reference(data.problem(c.causal, data.ref.data(), kv));
+    for (Isa isa : all_isas()) {
+      if (!kernels::may_use(isa)) {
+        std::cout << "[ SKIPPED  ] " << kernels::isa_name(isa) << ": CPU lacks it\n";
+        continue;
       }
+      std::vector<AttnPath> paths = {AttnPath::prefill};
+      if (c.Tq <= 64) paths.push_back(AttnPath::decode);
+      for (AttnPath path : paths)
+        for (int threads : {1, 2}) {
+          // The work split does not depend on the element type: 16-bit runs take 2 threads.
+          if (kv != KvType::f32 && threads == 1) continue;
+          std::fill(data.out.begin(), data.out.end(), NAN);
+          run_kernel(isa, data.problem(c.causal, data.out.data(), kv), threads, path);
+          EXPECT_LE(max_abs_diff(data.out, data.ref), tol)
+              << kernels::isa_name(isa) << (path == AttnPath::decode ? " decode" : " prefill")
+              << " threads=" << threads << " kv=" << kv_type_name(kv);
+          ++ran;
+        }
+    }
   }
   EXPECT_GT(ran, 0);
 }

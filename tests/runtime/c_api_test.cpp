@@ -60,7 +60,7 @@ ModelPtr stories(bool with_tokenizer = true) {
   return ModelPtr(m);
 }
 SessionPtr open(const hw_model* m, int threads = 1, int max_context = 0) {
-  hw_session_options o{threads, max_context};
+  hw_session_options o{threads, max_context, HW_KV_F32};
   hw_session* s = nullptr;
   EXPECT_EQ(hw_session_open(m, &o, &s), HW_OK) << hw_last_error();
   return SessionPtr(s);
@@ -194,7 +194,7 @@ TEST(CApi, NullAndInvalidArguments) {
   const float* lp = nullptr;
   float logits[4] = {0, 1, 2, 3};
   struct hw_model_info info;
-  hw_session_options bad_threads{-1, 0}, big_context{1, 100000};
+  hw_session_options bad_threads{-1, 0, HW_KV_F32}, big_context{1, 100000, HW_KV_F32};
   hw_session* out_s = poison<hw_session>();
   hw_sampler* out_smp = poison<hw_sampler>();
   const hw_model* no_model = nullptr;

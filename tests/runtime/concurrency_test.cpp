@@ -167,7 +167,7 @@ TEST(Concurrency, CApiSharedModelHandle) {
     int32_t ids[128];
     int n = 0;
     hw_session* s = nullptr;
-    const hw_session_options o{1, 0};
+    const hw_session_options o{1, 0, HW_KV_F32};
     if (hw_tokenize(model, prompts[t][0].c_str(), 1, ids, 128, &n) != HW_OK ||
         hw_session_open(model, &o, &s) != HW_OK || hw_session_prefill(s, ids, n) != HW_OK) {
       *errors += hw_last_error();

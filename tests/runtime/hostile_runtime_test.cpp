@@ -127,7 +127,7 @@ TEST(HostileSession, ThreadsAboveTheMaximumAreRefusedOrClamped) {
 
   hw_model* hm = nullptr;
   ASSERT_EQ(hw_model_synthetic("tiny", 1, &hm), HW_OK);
-  hw_session_options ho{kMaxThreads + 1, 0};
+  hw_session_options ho{kMaxThreads + 1, 0, HW_KV_F32};
   hw_session* hs = nullptr;
   EXPECT_EQ(hw_session_open(hm, &ho, &hs), HW_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(hw_last_error(), "threads"), nullptr) << hw_last_error();

@@ -112,7 +112,7 @@ TEST(Resources, OpenMpSettingUnchangedByEveryPublicCall) {
   hw_model* cm = nullptr;
   ASSERT_EQ(hw_model_synthetic("tiny", 2, &cm), HW_OK) << hw_last_error();
   hw_session* cs = nullptr;
-  hw_session_options co = {0, 0};
+  hw_session_options co = {0, 0, HW_KV_F32};
   ASSERT_EQ(hw_session_open(cm, &co, &cs), HW_OK) << hw_last_error();
   ASSERT_EQ(hw_session_prefill(cs, prompt.data(), int(prompt.size())), HW_OK) << hw_last_error();
   same("hw_session_prefill");

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   hw_session* session = NULL;
   hw_sampler* sampler = NULL;
   struct hw_model_info info;
-  hw_session_options opts = {1, 64}; /* 1 thread, 64 positions */
+  hw_session_options opts = {1, 64, HW_KV_F16}; /* 1 thread, 64 positions, f16 KV cache */
   int32_t prompt[64];
   int n = 0, rc = 1, step;
   int32_t prev, generated[STEPS];

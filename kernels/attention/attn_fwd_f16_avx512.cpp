@@ -1,0 +1,25 @@
+// AVX-512 instantiation of the attention bodies for an f16 KV cache (vcvtph2ps widening).
+// The micro-kernels run on fp32 tiles either way, so the tiles are the fp32 ones.
+#include "kernels/simd/simd_xsimd.hpp"
+#include "kernels/attention/attn_decode_impl.hpp"
+#include "kernels/attention/attn_fwd_impl.hpp"
+
+namespace headwise::kernels {
+namespace {
+using S = simd::F32<xsimd::avx512bw>;
+static_assert(S::W == 16);
+// The tiles of attention.inc for this ISA and element type.
+constexpr AttnTiles kTiles = attn_tiles(Isa::avx512, KvType::f16);
+static_assert(kTiles.q_tile % S::W == 0 && kTiles.kv_tile > 0, "attention.inc tiles for avx512 f16");
+}  // namespace
+
+void attn_fwd_f16_q64k64__avx512(const AttnProblem& p, int b, int hq, int q0, float* s) {
+  AttnFwd<S, KvF16, kTiles.q_tile / S::W, kTiles.kv_tile, 6, 6>::run(p, b, hq, q0, s);
+}
+
+void attn_decode_f16_k64__avx512(const AttnProblem& p, int b, int k0, int k1, float* part,
+                                 float* s) {
+  AttnDecode<S, KvF16, kTiles.kv_tile>::run(p, b, k0, k1, part, s);
+}
+
+}  // namespace headwise::kernels
