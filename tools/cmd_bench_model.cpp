@@ -252,6 +252,8 @@ int cmd_bench_model(int argc, char** argv) {
   const std::vector<int32_t> prompt = random_tokens(uint64_t(seed), int(P), info.vocab_size);
   const Runner run{prompt, int(G), &progress};
   Session* s0 = sessions[0].get();
+  // Read before the sessions are released (they go before the peak probe runs).
+  const size_t kv_bytes_per_token = s0->kv_bytes_per_token(), kv_cache_bytes = s0->kv_cache_bytes();
   auto fail = [&](const Status& st) {
     progress.clear();
     return runtime_error(st.message());
@@ -376,7 +378,7 @@ int cmd_bench_model(int argc, char** argv) {
         {"n_layers", std::to_string(info.n_layers)}, {"n_heads", std::to_string(info.n_heads)},
         {"n_kv_heads", std::to_string(info.n_kv_heads)}, {"head_dim", std::to_string(info.head_dim)},
         {"max_seq_len", std::to_string(info.max_seq_len)}, {"weight_bytes", std::to_string(info.weight_bytes)},
-        {"kv_bytes_per_token", std::to_string(s0->kv_bytes_per_token())},
+        {"kv_bytes_per_token", std::to_string(kv_bytes_per_token)},
         {"kv_type", jstr(kv_type_name(kv_type))}, {"load_s", jnum(load_s)}};
     const JsonFields run_f = {
         {"prompt_len", std::to_string(P)}, {"gen_len", std::to_string(G)}, {"batch", std::to_string(B)},
@@ -431,7 +433,7 @@ int cmd_bench_model(int argc, char** argv) {
               info.source.c_str(), info.n_layers, info.d_model, info.n_heads, info.n_kv_heads, info.head_dim,
               info.vocab_size, info.max_seq_len);
   std::printf("          weights %.1f MiB, KV cache (%s) %.1f KiB per token; loaded in %.2f s\n",
-              info.weight_bytes / MiB, kv_type_name(kv_type), s0->kv_bytes_per_token() / 1024.0, load_s);
+              info.weight_bytes / MiB, kv_type_name(kv_type), kv_bytes_per_token / 1024.0, load_s);
   std::printf("run       prompt %lld random token ids (seed %lld) in one pass, then %lld tokens decoded one at a\n"
               "          time (argmax fed back); kernels %s, %lld threads; %lld repeats after %lld warmup\n",
               P, seed, G, isa.c_str(), threads, repeat, warmup);
@@ -457,7 +459,7 @@ int cmd_bench_model(int argc, char** argv) {
   // other processes had the cores for part of the time.
   std::printf("cpu/wall  %.2f with %lld threads on %d cores\n", cpu_over_wall, threads, omp_get_num_procs());
   std::printf("memory    peak RSS %.1f MiB (weights %.1f MiB, KV cache %.1f MiB per session)\n", rss / MiB,
-              info.weight_bytes / MiB, double(s0->kv_cache_bytes()) / MiB);
+              info.weight_bytes / MiB, double(kv_cache_bytes) / MiB);
   if (with_peak) std::printf("machine   %s\n", peak.summary().c_str());
   print_phase("prefill", pre, int(P), prof_repeats, by_layer, false, lim);
   print_phase("decode", dec, 1, prof_repeats, by_layer, true, lim);

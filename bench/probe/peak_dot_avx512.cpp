@@ -5,6 +5,8 @@
 // caller checks the CPU).
 #include <immintrin.h>
 
+#include <cstdint>
+
 #include "bench/probe/probe.hpp"
 
 namespace headwise::kernels {
@@ -33,7 +35,13 @@ double dot_int8_probe_avx512(int64_t iters, float* sink) {
     for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
   __m512i s = acc[0];
   for (int i = 1; i < kChains; ++i) s = _mm512_add_epi32(s, acc[i]);
-  *sink += float(_mm512_reduce_add_epi32(s));
+  // The chains' sums wrap (that is fine for a sink); fold them as unsigned lanes, since
+  // GCC's _mm512_reduce_add_epi32 adds as signed int, which UBSan rightly flags.
+  alignas(64) uint32_t lanes[16];
+  _mm512_store_si512(lanes, s);
+  uint32_t folded = 0;
+  for (uint32_t v : lanes) folded += v;
+  *sink += float(folded);
   return 2.0 * 64 * kChains * double(iters);  // ops: 2 per multiply-add
 }
 
