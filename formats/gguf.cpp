@@ -204,7 +204,11 @@ bool GgufValue::is_numeric_array() const {
 int64_t GgufValue::int_at(uint64_t idx) const {
   GgufValue v;
   read_scalar(elem, raw + idx * scalar_size(elem), &v);
-  return elem == GgufType::f32 || elem == GgufType::f64 ? static_cast<int64_t>(v.f) : v.i;
+  if (elem != GgufType::f32 && elem != GgufType::f64) return v.i;
+  // A float element read as an integer saturates (NaN to the minimum), so the caller's
+  // range check refuses it; converting an out-of-range double to int64 is undefined.
+  if (!(v.f > -9.2e18 && v.f < 9.2e18)) return v.f > 0 ? INT64_MAX : INT64_MIN;
+  return static_cast<int64_t>(v.f);
 }
 
 double GgufValue::float_at(uint64_t idx) const {
