@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "graph/input_file.hpp"
+#include "runtime/tokenizer_utf8.hpp"
 
 namespace headwise {
 namespace {
@@ -39,21 +40,6 @@ bool read_value(std::FILE* f, T* v) {
   return std::fread(v, sizeof(T), 1, f) == 1;
 }
 
-// "<0xHH>" (upper- or lower-case hex) → HH; -1 for any other piece.
-int byte_piece_value(const std::string& p) {
-  if (p.size() != 6 || p.compare(0, 3, "<0x") != 0 || p[5] != '>') return -1;
-  int v = 0;
-  for (int i = 3; i < 5; ++i) {
-    const char c = p[i];
-    int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
 
 // The C locale's isprint/isspace for ASCII. Bytes >= 0x80 count as printable: they are
 // pieces of a UTF-8 character split by byte fallback, and dropping them (as llama2.c's
@@ -237,7 +223,7 @@ std::string Tokenizer::piece_bytes(int32_t prev, int32_t token) const {
   const std::string& p = pieces_[token];
   // sentencepiece drops the dummy-prefix space of the first piece after BOS.
   std::string s = (prev == kBos && !p.empty() && p[0] == ' ') ? p.substr(1) : p;
-  const int byte = byte_piece_value(s);
+  const int byte = tok::byte_piece_value(s);
   if (byte >= 0) s.assign(1, char(byte));
   return s;
 }

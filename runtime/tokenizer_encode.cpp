@@ -17,21 +17,6 @@
 namespace headwise::tok {
 namespace {
 
-// "<0xHH>" → HH, else -1.
-int byte_token_value(const std::string& p) {
-  if (p.size() != 6 || p.compare(0, 3, "<0x") != 0 || p[5] != '>') return -1;
-  int v = 0;
-  for (int i = 3; i < 5; ++i) {
-    const char c = p[i];
-    int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
 
 const std::string kMeta = "\xE2\x96\x81";  // ▁
 
@@ -298,7 +283,7 @@ Status build_state(Config config, const std::vector<std::string>& pieces, State*
       st->bytes[i] = st->keys[i];
     } else {
       st->keys[i] = p;
-      const int b = (plain || !config.decode_byte_pieces) ? -1 : byte_token_value(p);
+      const int b = (plain || !config.decode_byte_pieces) ? -1 : byte_piece_value(p);
       st->bytes[i] = b >= 0 ? std::string(1, char(b)) : plain ? p : replace_metaspace(p);
     }
     st->special[i] = config.control[i] ? 1 : 0;

@@ -36,4 +36,20 @@ bool byte_level_decode(const std::string& piece, std::string* bytes);
 // Decodes one code point at s[*i] (valid UTF-8 assumed); advances *i.
 uint32_t next_code_point(const std::string& s, size_t* i);
 
+// "<0xHH>" (upper- or lower-case hex) → HH; -1 for any other piece (byte-fallback pieces).
+inline int byte_piece_value(const std::string& p) {
+  if (p.size() != 6 || p.compare(0, 3, "<0x") != 0 || p[5] != '>') return -1;
+  int v = 0;
+  for (int i = 3; i < 5; ++i) {
+    const char c = p[i];
+    int d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
 }  // namespace headwise::tok
