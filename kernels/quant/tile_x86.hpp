@@ -1,9 +1,13 @@
 // Register-tiled products of the int8 weight types for many input rows (prefill):
-// RW weight rows × RA input rows per tile, so each unpacked weight sub-block feeds RA
-// dot products and each input block RW of them (one weight row at a time re-reads all
-// inputs per row and is bound by the cache, not the multipliers). Per 32-element
-// sub-block and pair: one 8-bit dot (D::dot), one int → float, one multiply-add with
-// the pair's scale; the offset types' corrections are scalar sums on the side.
+// RW weight rows × RA input rows per tile (RW = D::kTileW: 4 with AVX-512VL's 32
+// registers, 2 with AVX2's 16; RA = 4), so each unpacked weight sub-block feeds RA dot
+// products and each input block RW of them. Per 32-element sub-block and pair: one
+// 8-bit dot (D::dot_acc) started from the input's offset correction, one int → float,
+// one scale multiply, one multiply-add. The offset of Q8_0 (VNNI: +128), Q4_0 (8) and
+// Q6_K (32) is uniform, so −offset·Σx is computed once per input sub-block as an
+// integer vector and used as the dot's starting accumulator (no scalar work per pair);
+// Q4_K's per-sub-block mins are one vector multiply-add per pair and super-block
+// (8 sub-blocks' dmin·m_j against x.d·Σx), subtracted in the same accumulator.
 // Include only from a *_avx2.cpp / *_avx512.cpp file (after dot_x86.hpp).
 #pragma once
 
@@ -18,17 +22,23 @@ namespace {
 // without VNNI), per-lane scale ws (lanes 0-3 cover elements 0-15, 4-7 elements 16-31),
 // and the offset corrections c0, c1 (result −= x.d·(c0·Σx₀..₁₅ + c1·Σx₁₆..₃₁)).
 struct SubW {
-  __m256i q;
+  __m256i q;  // (tile(): kOffset is the integer offset every q carries, c0/c1 unused)
   __m256 ws;
   float c0, c1;
   float s0, s1;  // the scales of elements 0-15 and 16-31: x = s·q − c
 };
 
+template <class T>
+using D_of = typename T::Dot;
+
 template <class D>
 struct TQ8_0 {
+  using Dot = D;
   using B = BlockQ8_0;
   static constexpr int kBlock = kQK, kSub = 1;
   static constexpr bool kSignedQ = !D::kWideU8;
+  static constexpr int kOffset = D::kWideU8 ? 128 : 0;
+  static constexpr bool kMins = false;
   struct Prep { float d; };
   static Prep prep(const B& b) { return {h2f(b.d)}; }
   static SubW sub(const B& b, const Prep& p, int) {
@@ -42,11 +52,18 @@ struct TQ8_0 {
     if constexpr (D::kWideU8) return D::dot(q, x);
     return D::dot(_mm256_abs_epi8(q), _mm256_sign_epi8(x, q));  // |w|·(x·sign w)
   }
+  static __m256i pair_acc(__m256i acc, __m256i q, __m256i x) {
+    if constexpr (D::kWideU8) return D::dot_acc(acc, q, x);
+    return D::dot_acc(acc, _mm256_abs_epi8(q), _mm256_sign_epi8(x, q));
+  }
 };
 
 template <class D>
 struct TQ4_0 {
+  using Dot = D;
   static constexpr bool kSignedQ = false;
+  static constexpr int kOffset = 8;
+  static constexpr bool kMins = false;
   using B = BlockQ4_0;
   static constexpr int kBlock = kQK, kSub = 1;
   struct Prep { float d; };
@@ -57,11 +74,15 @@ struct TQ4_0 {
     return {q, _mm256_set1_ps(p.d), 8 * p.d, 8 * p.d, p.d, p.d};
   }
   static __m256i pair(__m256i q, __m256i x) { return D::dot(q, x); }
+  static __m256i pair_acc(__m256i acc, __m256i q, __m256i x) { return D::dot_acc(acc, q, x); }
 };
 
 template <class D>
 struct TQ4_K {
+  using Dot = D;
   static constexpr bool kSignedQ = false;
+  static constexpr int kOffset = 0;
+  static constexpr bool kMins = true;  // Prep::m: dmin·m_j per sub-block
   using B = BlockQ4_K;
   static constexpr int kBlock = kQKK, kSub = 8;
   struct Prep { float s[8], m[8]; };
@@ -82,11 +103,15 @@ struct TQ4_K {
     return {q, _mm256_set1_ps(p.s[j]), p.m[j], p.m[j], p.s[j], p.s[j]};
   }
   static __m256i pair(__m256i q, __m256i x) { return D::dot(q, x); }
+  static __m256i pair_acc(__m256i acc, __m256i q, __m256i x) { return D::dot_acc(acc, q, x); }
 };
 
 template <class D>
 struct TQ6_K {
+  using Dot = D;
   static constexpr bool kSignedQ = false;
+  static constexpr int kOffset = 32;
+  static constexpr bool kMins = false;
   using B = BlockQ6_K;
   static constexpr int kBlock = kQKK, kSub = 8;
   struct Prep { float s[16]; };
@@ -109,6 +134,7 @@ struct TQ6_K {
     return {q, _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0)), 32 * s0, 32 * s1, s0, s1};
   }
   static __m256i pair(__m256i q, __m256i x) { return D::dot(q, x); }
+  static __m256i pair_acc(__m256i acc, __m256i q, __m256i x) { return D::dot_acc(acc, q, x); }
 };
 
 // y(m + a, n + r) for r < RW, a < RA.
@@ -117,12 +143,8 @@ void tile(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, 
           float* y, int64_t ldy) {
   using B = typename T::B;
   __m256 acc[RW][RA];
-  float corr[RW][RA];
   for (int r = 0; r < RW; ++r)
-    for (int a = 0; a < RA; ++a) {
-      acc[r][a] = _mm256_setzero_ps();
-      corr[r][a] = 0;
-    }
+    for (int a = 0; a < RA; ++a) acc[r][a] = _mm256_setzero_ps();
   const B* wr[RW];
   for (int r = 0; r < RW; ++r) wr[r] = reinterpret_cast<const B*>(w + size_t(n + r) * rb);
   const BlockQ8A* xr[RA];
@@ -133,6 +155,15 @@ void tile(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, 
       for (int o = 0; o < int(sizeof(B)); o += 64) ahead(reinterpret_cast<const uint8_t*>(wr[r] + b) + o);
       p[r] = T::prep(wr[r][b]);
     }
+    if constexpr (T::kMins) {  // − Σ_j dmin·m_j · x_j.d·Σx_j, the 8 sub-blocks in the 8 lanes
+      for (int a = 0; a < RA; ++a) {
+        alignas(32) float xs[8];
+        const BlockQ8A* x = xr[a] + b * T::kSub;
+        for (int j = 0; j < 8; ++j) xs[j] = x[j].d * float(x[j].sum[0] + x[j].sum[1]);
+        const __m256 xsv = _mm256_load_ps(xs);
+        for (int r = 0; r < RW; ++r) acc[r][a] = _mm256_fnmadd_ps(_mm256_loadu_ps(p[r].m), xsv, acc[r][a]);
+      }
+    }
     for (int j = 0; j < T::kSub; ++j) {
       SubW s[RW];
       for (int r = 0; r < RW; ++r) s[r] = T::sub(wr[r][b], p[r], j);
@@ -140,18 +171,21 @@ void tile(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, 
         const BlockQ8A& x = xr[a][b * T::kSub + j];
         const __m256i xv = load32(x.q);
         const __m256 xd = _mm256_set1_ps(x.d);
-        for (int r = 0; r < RW; ++r) {
-          acc[r][a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(T::pair(s[r].q, xv)), _mm256_mul_ps(s[r].ws, xd), acc[r][a]);
-          corr[r][a] += x.d * (s[r].c0 * float(x.sum[0]) + s[r].c1 * float(x.sum[1]));
-        }
+        // −offset·Σx per 4-element lane: the start of every row's dot with this block
+        __m256i start = _mm256_setzero_si256();
+        if constexpr (T::kOffset != 0)
+          start = _mm256_sub_epi32(start, D_of<T>::dot(_mm256_set1_epi8(char(T::kOffset)), xv));
+        for (int r = 0; r < RW; ++r)
+          acc[r][a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(T::pair_acc(start, s[r].q, xv)), _mm256_mul_ps(s[r].ws, xd),
+                                      acc[r][a]);
       }
     }
   }
   for (int a = 0; a < RA; ++a)
-    for (int r = 0; r < RW; ++r) y[(m + a) * ldy + n + r] = hsum8(acc[r][a]) - corr[r][a];
+    for (int r = 0; r < RW; ++r) y[(m + a) * ldy + n + r] = hsum8(acc[r][a]);
 }
 
-constexpr int kTileW = 2, kTileA = 4;
+constexpr int kTileA = 4;
 constexpr int kChunkA = 64;  // input rows per pass over the weights: 64 rows of K ≤ 8192 stay in L2
 
 template <class T, int RW>
@@ -165,20 +199,23 @@ void tile_rows(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t
   }
 }
 
-// The GemvFn of an int8 type: inputs in chunks of kChunkA rows, weights in pairs of
-// rows, tiles of kTileW × kTileA.
+// The GemvFn of an int8 type: inputs in chunks of kChunkA rows, weights in groups of
+// D::kTileW rows (the last group of a range may be narrower), tiles of kTileW × kTileA.
 template <class T>
 void gemm_tiled(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa, size_t ab, int M,
                 int64_t K, float* y, int64_t ldy) {
+  constexpr int TW = D_of<T>::kTileW;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(xa);
   for (int m0 = 0; m0 < M; m0 += kChunkA) {
     const int m1 = std::min(M, m0 + kChunkA);
-    for (int64_t n = n0; n < n1; n += kTileW) {
-      const bool pair = n + 1 < n1;
+    for (int64_t n = n0; n < n1; n += TW) {
+      const int64_t rw = std::min<int64_t>(TW, n1 - n);
       for (int m = m0; m < m1; m += kTileA) {
         const int ra = std::min(kTileA, m1 - m);
-        if (pair) tile_rows<T, 2>(wb, rb, n, xb, ab, m, ra, K, y, ldy);
+        if (rw == TW) tile_rows<T, TW>(wb, rb, n, xb, ab, m, ra, K, y, ldy);
+        else if (rw == 3) tile_rows<T, 3>(wb, rb, n, xb, ab, m, ra, K, y, ldy);
+        else if (rw == 2) tile_rows<T, 2>(wb, rb, n, xb, ab, m, ra, K, y, ldy);
         else tile_rows<T, 1>(wb, rb, n, xb, ab, m, ra, K, y, ldy);
       }
     }
