@@ -3,7 +3,7 @@
 // run(): inputs prepared once per row into scratch (bf16 or int8 blocks, in parallel
 // over rows), then each thread multiplies a contiguous run of output rows of W by all
 // inputs (one weight row for one input in decode; register tiles of 2 weight rows × 4
-// inputs (AVX2) or 4 × 4 (AVX-512 VNNI) in prefill, tile_x86.hpp), then adds the bias.
+// inputs (AVX2) or 4 × 4 on zmm pairs of sub-blocks (AVX-512 VNNI) in prefill, tile_x86.hpp), then adds the bias.
 #pragma once
 
 #include <omp.h>

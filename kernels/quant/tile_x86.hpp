@@ -185,6 +185,89 @@ void tile(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, 
     for (int r = 0; r < RW; ++r) y[(m + a) * ldy + n + r] = hsum8(acc[r][a]);
 }
 
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)
+// tile() on zmm vectors: sub-blocks in pairs (g, g + 1) — the two halves of one
+// K-quant super-block's sub-block pair, or two consecutive Q8_0/Q4_0 blocks (a last odd
+// block pairs with zeros) — so every dot, conversion and multiply-add covers 64
+// elements. Same arithmetic per lane as tile(): the products of a pair, per sub-block.
+template <class T, int RW, int RA>
+void tile_z(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, int m, int64_t K,
+            float* y, int64_t ldy) {
+  static_assert(D_of<T>::kWideU8, "VNNI only: every pair is a plain u8·s8 dot");
+  using B = typename T::B;
+  constexpr int S = T::kSub;
+  static_assert(S == 1 || S % 2 == 0, "sub-blocks pair up within a block");
+  __m512 acc[RW][RA];
+  for (int r = 0; r < RW; ++r)
+    for (int a = 0; a < RA; ++a) acc[r][a] = _mm512_setzero_ps();
+  const B* wr[RW];
+  for (int r = 0; r < RW; ++r) wr[r] = reinterpret_cast<const B*>(w + size_t(n + r) * rb);
+  const BlockQ8A* xr[RA];
+  for (int a = 0; a < RA; ++a) xr[a] = reinterpret_cast<const BlockQ8A*>(xa + size_t(m + a) * ab);
+  const int64_t nb = K / T::kBlock;
+  const SubW none = {_mm256_setzero_si256(), _mm256_setzero_ps(), 0, 0, 0, 0};
+  for (int64_t b = 0; b < nb; b += (S == 1 ? 2 : 1)) {
+    const bool two = S > 1 || b + 1 < nb;  // S == 1: blocks b and b + 1
+    typename T::Prep p[RW], p1[RW];
+    for (int r = 0; r < RW; ++r) {
+      for (int o = 0; o < int(sizeof(B)) * (S == 1 ? 2 : 1); o += 64)
+        ahead(reinterpret_cast<const uint8_t*>(wr[r] + b) + o);
+      p[r] = T::prep(wr[r][b]);
+      if (S == 1 && two) p1[r] = T::prep(wr[r][b + 1]);
+    }
+    if constexpr (T::kMins) {  // as in tile(), in the low half
+      for (int a = 0; a < RA; ++a) {
+        alignas(32) float xs[8];
+        const BlockQ8A* x = xr[a] + b * S;
+        for (int j = 0; j < 8; ++j) xs[j] = x[j].d * float(x[j].sum[0] + x[j].sum[1]);
+        const __m512 xsv = _mm512_zextps256_ps512(_mm256_load_ps(xs));
+        for (int r = 0; r < RW; ++r)
+          acc[r][a] = _mm512_fnmadd_ps(_mm512_zextps256_ps512(_mm256_loadu_ps(p[r].m)), xsv, acc[r][a]);
+      }
+    }
+    for (int j = 0; j < S; j += 2) {
+      __m512i wq[RW];
+      __m512 ws[RW];
+      for (int r = 0; r < RW; ++r) {
+        const SubW s0 = T::sub(wr[r][b], p[r], j);
+        const SubW s1 = S > 1 ? T::sub(wr[r][b], p[r], j + 1) : two ? T::sub(wr[r][b + 1], p1[r], 0) : none;
+        wq[r] = _mm512_inserti64x4(_mm512_castsi256_si512(s0.q), s1.q, 1);
+        ws[r] = _mm512_insertf32x8(_mm512_castps256_ps512(s0.ws), s1.ws, 1);
+      }
+      for (int a = 0; a < RA; ++a) {
+        const BlockQ8A& x0 = xr[a][b * S + j];
+        const BlockQ8A* x1 = two ? &xr[a][b * S + j + 1] : nullptr;
+        const __m512i xv = _mm512_inserti64x4(_mm512_castsi256_si512(load32(x0.q)),
+                                              x1 ? load32(x1->q) : _mm256_setzero_si256(), 1);
+        const __m512 xd = _mm512_insertf32x8(_mm512_set1_ps(x0.d), _mm256_set1_ps(x1 ? x1->d : 0.0f), 1);
+        __m512i start = _mm512_setzero_si512();
+        if constexpr (T::kOffset != 0)
+          start = _mm512_sub_epi32(start, _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                                              _mm512_set1_epi8(char(T::kOffset)), xv));
+        for (int r = 0; r < RW; ++r)
+          acc[r][a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(start, wq[r], xv)),
+                                      _mm512_mul_ps(ws[r], xd), acc[r][a]);
+      }
+    }
+  }
+  for (int a = 0; a < RA; ++a)
+    for (int r = 0; r < RW; ++r) y[(m + a) * ldy + n + r] = _mm512_reduce_add_ps(acc[r][a]);
+}
+#endif
+
+// tile() or, with AVX512-VNNI, tile_z().
+template <class T, int RW, int RA>
+void tile_any(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, int m, int64_t K,
+              float* y, int64_t ldy) {
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)
+  if constexpr (D_of<T>::kZmm) {
+    tile_z<T, RW, RA>(w, rb, n, xa, ab, m, K, y, ldy);
+    return;
+  }
+#endif
+  tile<T, RW, RA>(w, rb, n, xa, ab, m, K, y, ldy);
+}
+
 constexpr int kTileA = 4;
 constexpr int kChunkA = 64;  // input rows per pass over the weights: 64 rows of K ≤ 8192 stay in L2
 
@@ -192,10 +275,10 @@ template <class T, int RW>
 void tile_rows(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, int m, int ra,
                int64_t K, float* y, int64_t ldy) {
   switch (ra) {
-    case 1: tile<T, RW, 1>(w, rb, n, xa, ab, m, K, y, ldy); break;
-    case 2: tile<T, RW, 2>(w, rb, n, xa, ab, m, K, y, ldy); break;
-    case 3: tile<T, RW, 3>(w, rb, n, xa, ab, m, K, y, ldy); break;
-    default: tile<T, RW, kTileA>(w, rb, n, xa, ab, m, K, y, ldy); break;
+    case 1: tile_any<T, RW, 1>(w, rb, n, xa, ab, m, K, y, ldy); break;
+    case 2: tile_any<T, RW, 2>(w, rb, n, xa, ab, m, K, y, ldy); break;
+    case 3: tile_any<T, RW, 3>(w, rb, n, xa, ab, m, K, y, ldy); break;
+    default: tile_any<T, RW, kTileA>(w, rb, n, xa, ab, m, K, y, ldy); break;
   }
 }
 
