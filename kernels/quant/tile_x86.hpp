@@ -39,6 +39,7 @@ struct TQ8_0 {
   static constexpr bool kSignedQ = !D::kWideU8;
   static constexpr int kOffset = D::kWideU8 ? 128 : 0;
   static constexpr bool kMins = false;
+  static constexpr bool kCachePrep = false;
   struct Prep { float d; };
   static Prep prep(const B& b) { return {h2f(b.d)}; }
   static SubW sub(const B& b, const Prep& p, int) {
@@ -64,6 +65,7 @@ struct TQ4_0 {
   static constexpr bool kSignedQ = false;
   static constexpr int kOffset = 8;
   static constexpr bool kMins = false;
+  static constexpr bool kCachePrep = false;
   using B = BlockQ4_0;
   static constexpr int kBlock = kQK, kSub = 1;
   struct Prep { float d; };
@@ -83,6 +85,7 @@ struct TQ4_K {
   static constexpr bool kSignedQ = false;
   static constexpr int kOffset = 0;
   static constexpr bool kMins = true;  // Prep::m: dmin·m_j per sub-block
+  static constexpr bool kCachePrep = true;  // 16 scalar 6-bit decodes per block: worth caching
   using B = BlockQ4_K;
   static constexpr int kBlock = kQKK, kSub = 8;
   struct Prep { float s[8], m[8]; };
@@ -112,6 +115,7 @@ struct TQ6_K {
   static constexpr bool kSignedQ = false;
   static constexpr int kOffset = 32;
   static constexpr bool kMins = false;
+  static constexpr bool kCachePrep = false;
   using B = BlockQ6_K;
   static constexpr int kBlock = kQKK, kSub = 8;
   struct Prep { float s[16]; };
@@ -192,7 +196,7 @@ void tile(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, 
 // elements. Same arithmetic per lane as tile(): the products of a pair, per sub-block.
 template <class T, int RW, int RA>
 void tile_z(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, int m, int64_t K,
-            float* y, int64_t ldy) {
+            float* y, int64_t ldy, const typename T::Prep* pre) {
   static_assert(D_of<T>::kWideU8, "VNNI only: every pair is a plain u8·s8 dot");
   using B = typename T::B;
   constexpr int S = T::kSub;
@@ -212,7 +216,7 @@ void tile_z(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab
     for (int r = 0; r < RW; ++r) {
       for (int o = 0; o < int(sizeof(B)) * (S == 1 ? 2 : 1); o += 64)
         ahead(reinterpret_cast<const uint8_t*>(wr[r] + b) + o);
-      p[r] = T::prep(wr[r][b]);
+      p[r] = pre ? pre[r * nb + b] : T::prep(wr[r][b]);
       if (S == 1 && two) p1[r] = T::prep(wr[r][b + 1]);
     }
     if constexpr (T::kMins) {  // as in tile(), in the low half
@@ -258,13 +262,14 @@ void tile_z(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab
 // tile() or, with AVX512-VNNI, tile_z().
 template <class T, int RW, int RA>
 void tile_any(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, int m, int64_t K,
-              float* y, int64_t ldy) {
+              float* y, int64_t ldy, const typename T::Prep* pre) {
 #if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512VNNI__)
   if constexpr (D_of<T>::kZmm) {
-    tile_z<T, RW, RA>(w, rb, n, xa, ab, m, K, y, ldy);
+    tile_z<T, RW, RA>(w, rb, n, xa, ab, m, K, y, ldy, pre);
     return;
   }
 #endif
+  (void)pre;
   tile<T, RW, RA>(w, rb, n, xa, ab, m, K, y, ldy);
 }
 
@@ -273,12 +278,12 @@ constexpr int kChunkA = 64;  // input rows per pass over the weights: 64 rows of
 
 template <class T, int RW>
 void tile_rows(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab, int m, int ra,
-               int64_t K, float* y, int64_t ldy) {
+               int64_t K, float* y, int64_t ldy, const typename T::Prep* pre) {
   switch (ra) {
-    case 1: tile_any<T, RW, 1>(w, rb, n, xa, ab, m, K, y, ldy); break;
-    case 2: tile_any<T, RW, 2>(w, rb, n, xa, ab, m, K, y, ldy); break;
-    case 3: tile_any<T, RW, 3>(w, rb, n, xa, ab, m, K, y, ldy); break;
-    default: tile_any<T, RW, kTileA>(w, rb, n, xa, ab, m, K, y, ldy); break;
+    case 1: tile_any<T, RW, 1>(w, rb, n, xa, ab, m, K, y, ldy, pre); break;
+    case 2: tile_any<T, RW, 2>(w, rb, n, xa, ab, m, K, y, ldy, pre); break;
+    case 3: tile_any<T, RW, 3>(w, rb, n, xa, ab, m, K, y, ldy, pre); break;
+    default: tile_any<T, RW, kTileA>(w, rb, n, xa, ab, m, K, y, ldy, pre); break;
   }
 }
 
@@ -290,16 +295,29 @@ void gemm_tiled(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa
   constexpr int TW = D_of<T>::kTileW;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(xa);
+  // Q4_K's per-block scales and mins (Prep: 16 scalars decoded from packed 6-bit fields)
+  // are decoded once per weight-row group and input chunk, not once per input tile
+  // (quant_bench prefill/q4_K/avx512: 1.4× faster; Q6_K's plain int8 scales are cheaper
+  // to decode again than to copy, Q8_0/Q4_0 have one).
+  constexpr int kMaxPrepBlocks = 64;  // K ≤ 16384 for blocks of 256: 16 KiB of stack
+  typename T::Prep pre[T::kCachePrep ? TW * kMaxPrepBlocks : 1];
+  const int64_t nb = K / T::kBlock;
+  const bool use_pre = D_of<T>::kZmm && T::kCachePrep && nb <= kMaxPrepBlocks;
   for (int m0 = 0; m0 < M; m0 += kChunkA) {
     const int m1 = std::min(M, m0 + kChunkA);
     for (int64_t n = n0; n < n1; n += TW) {
       const int64_t rw = std::min<int64_t>(TW, n1 - n);
+      if (use_pre)
+        for (int64_t r = 0; r < rw; ++r)
+          for (int64_t b = 0; b < nb; ++b)
+            pre[r * nb + b] = T::prep(reinterpret_cast<const typename T::B*>(wb + size_t(n + r) * rb)[b]);
+      const typename T::Prep* pp = use_pre ? pre : nullptr;
       for (int m = m0; m < m1; m += kTileA) {
         const int ra = std::min(kTileA, m1 - m);
-        if (rw == TW) tile_rows<T, TW>(wb, rb, n, xb, ab, m, ra, K, y, ldy);
-        else if (rw == 3) tile_rows<T, 3>(wb, rb, n, xb, ab, m, ra, K, y, ldy);
-        else if (rw == 2) tile_rows<T, 2>(wb, rb, n, xb, ab, m, ra, K, y, ldy);
-        else tile_rows<T, 1>(wb, rb, n, xb, ab, m, ra, K, y, ldy);
+        if (rw == TW) tile_rows<T, TW>(wb, rb, n, xb, ab, m, ra, K, y, ldy, pp);
+        else if (rw == 3) tile_rows<T, 3>(wb, rb, n, xb, ab, m, ra, K, y, ldy, pp);
+        else if (rw == 2) tile_rows<T, 2>(wb, rb, n, xb, ab, m, ra, K, y, ldy, pp);
+        else tile_rows<T, 1>(wb, rb, n, xb, ab, m, ra, K, y, ldy, pp);
       }
     }
   }
