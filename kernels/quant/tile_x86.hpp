@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/quant/dot_x86.hpp"
 
@@ -30,6 +31,12 @@ struct SubW {
 
 template <class T>
 using D_of = typename T::Dot;
+
+// Whether T unpacks two blocks into one zmm itself (T::sub2).
+template <class T, class = void>
+struct HasSub2 : std::false_type {};
+template <class T>
+struct HasSub2<T, std::void_t<decltype(T::kSub2)>> : std::true_type {};
 
 template <class D>
 struct TQ8_0 {
@@ -77,6 +84,19 @@ struct TQ4_0 {
   }
   static __m256i pair(__m256i q, __m256i x) { return D::dot(q, x); }
   static __m256i pair_acc(__m256i acc, __m256i q, __m256i x) { return D::dot_acc(acc, q, x); }
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  static constexpr bool kSub2 = true;
+  // Blocks b0, b1 unpacked into one zmm as two sub() would (tile_z): each block's 16
+  // bytes broadcast to two 128-bit lanes, the high nibbles shifted down in lanes 1 and 3.
+  static __m512i sub2(const B& b0, const B& b1) {
+    const __m512i raw = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0.q)))),
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b1.q))), 1);
+    constexpr long long k4 = 0x0004000400040004;  // 16-bit shift counts: 4 in lanes 1 and 3
+    const __m512i shift = _mm512_set_epi64(k4, k4, 0, 0, k4, k4, 0, 0);
+    return _mm512_and_si512(_mm512_srlv_epi16(raw, shift), _mm512_set1_epi8(0xF));
+  }
+#endif
 };
 
 template <class D>
@@ -233,6 +253,13 @@ void tile_z(const uint8_t* w, size_t rb, int64_t n, const uint8_t* xa, size_t ab
       __m512i wq[RW];
       __m512 ws[RW];
       for (int r = 0; r < RW; ++r) {
+        if constexpr (HasSub2<T>::value) {
+          if (two) {
+            wq[r] = T::sub2(wr[r][b], wr[r][b + 1]);
+            ws[r] = _mm512_insertf32x8(_mm512_set1_ps(p[r].d), _mm256_set1_ps(p1[r].d), 1);
+            continue;
+          }
+        }
         const SubW s0 = T::sub(wr[r][b], p[r], j);
         const SubW s1 = S > 1 ? T::sub(wr[r][b], p[r], j + 1) : two ? T::sub(wr[r][b + 1], p1[r], 0) : none;
         wq[r] = _mm512_inserti64x4(_mm512_castsi256_si512(s0.q), s1.q, 1);
