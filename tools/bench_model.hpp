@@ -29,6 +29,7 @@ struct BenchOptions {
   KvType kv_type = KvType::f32;
   bool synthetic = false;   // --synthetic NAME (synth) instead of MODEL (model_path)
   std::string synth, model_path, tokenizer;
+  std::string weights;      // --weights TYPE (--synthetic only), or empty
   bool json = false, by_layer = false, progress = false;
   bool with_peak = true;    // not --no-peak
   std::string trace_path;   // --trace FILE, or empty
@@ -37,6 +38,7 @@ struct BenchOptions {
 // Everything one run measured, in the order it was measured.
 struct Measured {
   ModelInfo info;
+  std::string weight_types;  // --weights: what the matrices became ("" otherwise)
   double load_s = 0;
   size_t kv_bytes_per_token = 0, kv_cache_bytes = 0;
   // per timed repeat
@@ -57,6 +59,8 @@ struct Figures {
   bool has_pct_bw = false;
   double prof_pre_tps = 0, prof_dec_tps = 0, pre_overhead = 0, dec_overhead = 0;
   double gemm_flops = 0, gemm_s = 0, gemm_gflops = 0;
+  double type_peak = 0;        // --weights: the dot-product peak of its arithmetic
+  std::string type_peak_what;  //   and its name
   double bytes_per_token = 0, dec_gbps = 0, ratio = 0, cpu_over_wall = 0;
 };
 

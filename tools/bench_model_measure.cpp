@@ -10,6 +10,7 @@
 
 #include "headwise/attention.hpp"
 #include "tools/bench_model.hpp"
+#include "tools/bench_weights.hpp"
 #include "tools/process_stats.hpp"
 
 namespace headwise::tools::bench_model {
@@ -153,6 +154,8 @@ Figures derive(const BenchOptions& o, Measured* m) {
   f.dec_overhead = f.prof_dec_tps > 0 ? 100.0 * (f.dec_tps.median / f.prof_dec_tps - 1) : 0;
   gemm_work(m->pre, &f.gemm_flops, &f.gemm_s);
   f.gemm_gflops = f.gemm_s > 0 ? f.gemm_flops / f.gemm_s / 1e9 : 0;
+  if (o.with_peak && !o.weights.empty())
+    f.type_peak = bench_weights_peak(o.weights, m->peak, int(o.threads), &f.type_peak_what);
   // Bytes one decoded token reads (weights + KV cache), at the headline decode rate; its
   // share of the bandwidth is the median over repeats of each repeat's rate against the
   // bandwidth measured right after it.

@@ -19,6 +19,8 @@ std::string outside_json(const Phase& p) {
 std::string model_json(const BenchOptions& o, const Measured& m) {
   const ModelInfo& info = m.info;
   return jobj({{"name", jstr(info.name)}, {"source", jstr(info.source)}, {"synthetic", o.synthetic ? "true" : "false"},
+               {"weights", jstr(!o.weights.empty() ? o.weights : "as stored")},
+               {"weight_types", jstr(m.weight_types)},
                {"vocab_size", std::to_string(info.vocab_size)}, {"d_model", std::to_string(info.d_model)},
                {"n_layers", std::to_string(info.n_layers)}, {"n_heads", std::to_string(info.n_heads)},
                {"n_kv_heads", std::to_string(info.n_kv_heads)}, {"head_dim", std::to_string(info.head_dim)},
@@ -42,7 +44,8 @@ std::string machine_json(const BenchOptions& o, const Measured& m) {
                {"peak_gflops", jnum(m.lim.fma, m.lim.fma > 0)}, {"peak_read_gbps", jnum(m.lim.read, m.lim.read > 0)},
                {"fma_avx512_1t", jnum(p.fma_avx512_1t, w)}, {"fma_avx512_nt", jnum(p.fma_avx512_nt, w)},
                {"fma_avx2_1t", jnum(p.fma_avx2_1t, w)}, {"fma_avx2_nt", jnum(p.fma_avx2_nt, w)},
-               {"read_1t_gbps", jnum(p.read_1t, w)}, {"read_nt_gbps", jnum(p.read_nt, w)}});
+               {"read_1t_gbps", jnum(p.read_1t, w)}, {"read_nt_gbps", jnum(p.read_nt, w)},
+               {"dot_bf16_nt_gflops", jnum(p.dot_bf16_nt, w)}, {"dot_int8_nt_gops", jnum(p.dot_int8_nt, w)}});
 }
 
 std::string prefill_json(const BenchOptions& o, const Measured& m, const Figures& f) {
@@ -53,6 +56,8 @@ std::string prefill_json(const BenchOptions& o, const Measured& m, const Figures
        {"profiled_steps", std::to_string(m.pre.steps)}, {"profiled_wall_ms", jnum(m.pre.wall_s * 1e3)},
        {"gemm", jobj({{"flops", jnum(f.gemm_flops)}, {"ms", jnum(f.gemm_s * 1e3)}, {"gflops", jnum(f.gemm_gflops)},
                       {"pct_peak", jnum(lim.fma > 0 ? 100 * f.gemm_gflops / lim.fma : 0, lim.fma > 0)}})},
+       {"gemm_type_peak", jnum(f.type_peak, f.type_peak > 0)},
+       {"gemm_pct_type_peak", jnum(f.type_peak > 0 ? 100 * f.gemm_gflops / f.type_peak : 0, f.type_peak > 0)},
        {"outside_ops", outside_json(m.pre)}, {"ops", phase_json(m.pre, o.by_layer, false, lim)}});
 }
 
@@ -105,6 +110,8 @@ void print_text(const BenchOptions& o, const Measured& m, const Figures& f) {
               info.vocab_size, info.max_seq_len);
   std::printf("          weights %.1f MiB, KV cache (%s) %.1f KiB per token; loaded in %.2f s\n",
               info.weight_bytes / MiB, kv_type_name(o.kv_type), m.kv_bytes_per_token / 1024.0, m.load_s);
+  if (!m.weight_types.empty())
+    std::printf("weights   --weights %s: matrices %s\n", o.weights.c_str(), m.weight_types.c_str());
   std::printf("run       prompt %lld random token ids (seed %lld) in one pass, then %lld tokens decoded one at a\n"
               "          time (argmax fed back); kernels %s, %lld threads; %lld repeats after %lld warmup\n",
               o.P, o.seed, o.G, isa, o.threads, o.repeat, o.warmup);
@@ -116,6 +123,9 @@ void print_text(const BenchOptions& o, const Measured& m, const Figures& f) {
     std::printf("          prefill GEMMs %.1f GFLOP/s = %.1f%% of %.0f GFLOP/s (%s FMA peak, %lld threads)\n",
                 f.gemm_gflops, 100 * f.gemm_gflops / m.lim.fma, m.lim.fma, m.isa == "scalar" ? "avx2" : isa,
                 o.threads);
+  if (f.type_peak > 0)
+    std::printf("          = %.1f%% of %.0f G(FL)OP/s (%s peak: the arithmetic of --weights %s)\n",
+                100 * f.gemm_gflops / f.type_peak, f.type_peak, f.type_peak_what.c_str(), o.weights.c_str());
   if (f.has_pct_bw)
     std::printf("          decode reads %.1f MiB per token (weights + KV) = %.1f GB/s = %.1f%% of the read\n"
                 "          bandwidth measured after each repeat (median; %.1f-%.1f%%; bandwidth %.1f-%.1f GB/s)\n",

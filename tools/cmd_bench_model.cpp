@@ -34,6 +34,7 @@
 #include "headwise/attention.hpp"
 #include "tools/args.hpp"
 #include "tools/bench_model.hpp"
+#include "tools/bench_weights.hpp"
 
 namespace headwise::tools {
 namespace {
@@ -51,6 +52,8 @@ void usage(std::FILE* f) {
       "  MODEL             model.json, a folder with model.json, or a llama2.c .bin\n"
       "  --synthetic NAME  a model with seeded random weights: %s\n"
       "  --seed S          weights of --synthetic and the prompt's token ids (default 1)\n"
+      "  --weights TYPE    --synthetic's matrices quantized at load: bf16|f16|q8_0|q4_0|\n"
+      "                    q4_k|q6_k|q4_k_m (types per tensor as `headwise convert`)\n"
       "  --tokenizer FILE  tokenizer.bin for MODEL (not needed: prompts are token ids)\n"
       "  --prompt-len P    prompt tokens, prefilled in one pass (default 128)\n"
       "  --gen-len G       tokens decoded after the prompt (default 32)\n"
@@ -126,7 +129,7 @@ int parse_options(int argc, char** argv, BenchOptions* o) {
   Args args;
   if (!args.parse(argc, argv, {"json", "no-peak", "by-layer", "progress", "help"},
                   {"synthetic", "seed", "tokenizer", "prompt-len", "gen-len", "batch", "threads",
-                   "warmup", "repeat", "trace", "kv-type"}))
+                   "warmup", "repeat", "trace", "kv-type", "weights"}))
     return usage_error(args.error());
   if (args.has("help")) {
     usage(stdout);
@@ -143,6 +146,8 @@ int parse_options(int argc, char** argv, BenchOptions* o) {
   if (args.has("kv-type") && !parse_kv_type(args.str("kv-type"), &o->kv_type))
     return usage_error("--kv-type '" + args.str("kv-type") + "' is not one of f32, f16, bf16");
   if (int rc = check_model_choice(args, o); rc != kContinue) return rc;
+  if (const std::string e = bench_weights_error(args, o->synthetic); !e.empty()) return usage_error(e);
+  o->weights = args.str("weights");
   if (int rc = check_ranges(*o); rc != kContinue) return rc;
   o->json = args.has("json");
   o->by_layer = args.has("by-layer");
@@ -160,7 +165,7 @@ int load_and_open(const BenchOptions& o, Progress* progress, Bench* b, Measured*
   const auto t_load = Clock::now();
   Status s;
   if (o.synthetic) {
-    s = Model::synthetic(o.synth, uint64_t(o.seed), &b->model);
+    s = load_bench_synthetic(o.weights, o.synth, uint64_t(o.seed), &b->model, &m->weight_types);
   } else {
     ModelOptions mo;
     mo.tokenizer = o.tokenizer;
