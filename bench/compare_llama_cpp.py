@@ -30,11 +30,12 @@ decode >= 1.2x for all four; headwise decode >= 90% of the bandwidth. F32: no go
 llama-quantize into Q8_0, Q4_0 and Q4_K_M and checks that headwise agrees with llama.cpp
 (node-llama-cpp 3.21.1, tests/node/llamacpp_probs.mjs) on those files: the next-token
 distributions after each of 100 positions of a text, with the bounds of the test
-e2e.llamacpp_quant (tests/e2e/check_llamacpp_quant.py, which explains them).
+e2e.llamacpp_quant (tests/e2e/check_llamacpp_quant.py, which explains them); the same check
+on headwise convert's file of each type is printed beside it as the control.
 
   /usr/bin/python3 bench/compare_llama_cpp.py                # full table (long)
   /usr/bin/python3 bench/compare_llama_cpp.py --quick        # P 64, G 16, 1 round, R 1
-  /usr/bin/python3 bench/compare_llama_cpp.py --llama-quantize-check --types f32 --rounds 0
+  /usr/bin/python3 bench/compare_llama_cpp.py --llama-quantize-check --types q8_0,q4_0,q4_k_m --rounds 0
 Build llama.cpp first: bench/build_llama_cpp.sh (default folder /tmp/headwise-llama-cpp).
 """
 import argparse
@@ -78,15 +79,16 @@ def run(cmd, timeout=3600):
 
 # ---- the model files ------------------------------------------------------------------
 
-def write_hf_folder(shape, out_dir, seed):
-    """A Llama HF folder with seeded random weights, generated and written one tensor at a
-    time (llama-1b-like is 4.4 GB of F32: never all in memory). Scaling as arch_models:
+def write_hf_folder(dims, out_dir, seed):
+    """A Llama HF folder (dims: as in SHAPES) with seeded random weights, generated and
+    written one tensor at a time (llama-1b-like is 4.4 GB of F32: never all in memory).
+    Scaling as arch_models:
     embeddings N(0, 1), projections N(0, 1/fan_in), classifier 4x that (peaked
     distributions), norm gains 1 + N(0, 0.1^2)."""
     import numpy as np
     cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "max_position_embeddings": 2048,
            "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "vocab_size": 32000, "hidden_act": "silu",
-           "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2, **SHAPES[shape]}
+           "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2, **dims}
     D, F, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     H, KV = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = D // H
@@ -137,7 +139,7 @@ def make_files(a, shape, types):
     if not os.path.exists(f32):
         hf = os.path.join(folder, "hf")
         log(f"writing {shape} (seeded random weights) as a Hugging Face folder, then {f32}")
-        write_hf_folder(shape, hf, seed=3)
+        write_hf_folder(SHAPES[shape], hf, seed=3)
         run([a.headwise, "convert", hf, "--vocab", a.vocab, "-o", f32])
         for f in os.listdir(hf):
             os.remove(os.path.join(hf, f))
@@ -312,7 +314,8 @@ def benchmark(a, files):
 
 # ---- agreement on files llama-quantize wrote -------------------------------------------
 
-def quantize_check(a, f32):
+def quantize_check(a, f32, own):
+    """own: {type: the file headwise convert wrote}, checked alongside as the control."""
     import numpy as np
     import e2e_common
     from check_llamacpp_logits import llamacpp
@@ -321,21 +324,23 @@ def quantize_check(a, f32):
 
     work = os.path.join(a.workdir, "llama-quantize")
     os.makedirs(work, exist_ok=True)
-    files = {}
+    files = []
     for t in ("Q8_0", "Q4_0", "Q4_K_M"):
         out = os.path.join(work, f"{os.path.basename(f32)[:-len('-f32.gguf')]}-{t}-by-llama-quantize.gguf")
         log(f"llama-quantize {f32} {out} {t}")
         run([a.llama_quantize, f32, out, t, str(a.threads)])
-        files[t] = out
+        files.append((t, "llama-quantize", out))
+        if t.lower() in own:
+            files.append((t, "headwise convert", own[t.lower()]))
     e2e_common.RUN_TIMEOUT_S = 900  # 100 positions of a 134M model on a loaded machine
     ns = argparse.Namespace(workdir=work, headwise=a.headwise)
-    lc = llamacpp(ns, list(files.values()))
-    print(f"headwise on GGUF files written by llama.cpp's llama-quantize from headwise's F32 file, against "
-          f"llama.cpp (node-llama-cpp 3.21.1): next-token distributions after each of 100 positions; bounds "
-          f"of e2e.llamacpp_quant: KL max <= {MAX_KL:g}, mean <= {MEAN_KL:g}, same top-1 where llama.cpp's "
-          f"top two differ by > 0.05")
+    lc = llamacpp(ns, [f for _, _, f in files])
+    print(f"headwise against llama.cpp (node-llama-cpp 3.21.1) on GGUF files llama.cpp's llama-quantize wrote "
+          f"from headwise's F32 file (and, as the control, on headwise convert's file of the same type): "
+          f"next-token distributions after each of 100 positions; bounds of e2e.llamacpp_quant: KL max <= "
+          f"{MAX_KL:g}, mean <= {MEAN_KL:g}, same top-1 where llama.cpp's top two differ by > 0.05")
     ok = True
-    for t, gguf in files.items():
+    for t, who, gguf in files:
         ids, ref = lc[gguf]
         logits = arch_common.headwise_logits(ns, gguf, ids)
         V = logits.shape[1]
@@ -348,10 +353,11 @@ def quantize_check(a, f32):
         clear = (top[:, -1] - top[:, -2]) > 5e-2
         agree = q.argmax(1) == ref.argmax(1)
         good = kl.max() <= MAX_KL and kl.mean() <= MEAN_KL and agree[clear].all()
-        ok &= bool(good)
-        print(f"  {t:7s} {os.path.getsize(gguf) / 2**20:6.1f} MiB: top-1 agreement {agree.mean():.2f} "
-              f"({int((~agree[clear]).sum())} disagreements where clear), KL mean {kl.mean():.2e} "
-              f"max {kl.max():.2e}: {'PASS' if good else 'FAIL'}")
+        if who == "llama-quantize":
+            ok &= bool(good)
+        print(f"  {t:7s} by {who:16s} {os.path.getsize(gguf) / 2**20:6.1f} MiB: top-1 agreement "
+              f"{agree.mean():.2f} ({int((~agree[clear]).sum())} disagreements where clear), KL mean "
+              f"{kl.mean():.2e} max {kl.max():.2e}: {'PASS' if good else 'FAIL'}")
     return ok
 
 
@@ -409,7 +415,7 @@ def main():
         for n in notes:
             print("  " + n)
     if a.llama_quantize_check:
-        ok = quantize_check(a, f32)
+        ok = quantize_check(a, f32, {t: files[t] for t in types if t != "f32"})
     return 0 if ok else 1
 
 
