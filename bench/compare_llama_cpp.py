@@ -269,8 +269,8 @@ def span(xs, spec=".1f"):
     return m if len(xs) == 1 else f"{m} ({format(min(xs), spec)}-{format(max(xs), spec)})"
 
 
-def goal(value, g):
-    return "" if g is None else f" (goal {g:g}: {'met' if value >= g else 'not met'})"
+def goal(value, g, unit=""):
+    return "" if g is None else f" (goal {g:g}{unit}: {'met' if value >= g else 'not met'})"
 
 
 def benchmark(a, files):
@@ -308,7 +308,7 @@ def benchmark(a, files):
         notes.append(f"{label} {t.upper()}: prefill {pre_ratio:.2f}x{goal(pre_ratio, PREFILL_GOAL.get(t))}, "
                      f"decode {dec_ratio:.2f}x{goal(dec_ratio, DECODE_GOAL.get(t))}, headwise decode at "
                      f"{statistics.median(pct['hw']):.0f}% of the bandwidth"
-                     f"{'' if t == 'f32' else goal(statistics.median(pct['hw']), BW_GOAL)}")
+                     f"{'' if t == 'f32' else goal(statistics.median(pct['hw']), BW_GOAL, '%')}")
     return rows, notes
 
 
