@@ -41,6 +41,24 @@ TEST(BenchWeights, EveryMixRunsAndIsNamed) {
   EXPECT_NE(t.out.find("--weights q4_0: matrices f16 ×2, q4_0 ×13"), std::string::npos) << t.out;
 }
 
+// The bytes one decoded token reads (and so "% of bandwidth") count the weights in their
+// stored type: a bf16 model reads half the f32 bytes in its projections, q8_0 about 34/32
+// bytes per weight. Before this was checked, every type was counted at 4 bytes per weight.
+TEST(BenchWeights, BytesPerTokenCountTheStoredType) {
+  auto bytes = [](const std::string& weights) {
+    const CliResult r = run_headwise(kTiny + (weights.empty() ? "" : " --weights " + weights) + " --json");
+    EXPECT_EQ(r.code, 0) << weights << "\n" << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    return j.is_object() ? j["decode"]["bytes_per_token"].get<double>() : 0.0;
+  };
+  const double f32 = bytes(""), bf16 = bytes("bf16"), q8 = bytes("q8_0");
+  // tiny's projections are ~527 KB in f32; its KV cache at 20 positions is ~20 KB and the
+  // norms a few hundred bytes, so bf16 lands near 0.52 of f32: 0.6 leaves room for those.
+  EXPECT_LT(bf16, 0.6 * f32) << "f32 " << f32 << ", bf16 " << bf16;
+  EXPECT_GT(bf16, 0.4 * f32) << "f32 " << f32 << ", bf16 " << bf16;
+  EXPECT_LT(q8, bf16) << "bf16 " << bf16 << ", q8_0 " << q8;
+}
+
 TEST(BenchWeights, BadTypeOrModelPathIsAUsageError) {
   for (const std::string& args : {kTiny + " --weights q3_k", kTiny + " --weights", std::string("bench model.json --weights q4_0")}) {
     const CliResult r = run_headwise(args);
