@@ -55,10 +55,10 @@ set +e
 "$bin" "${opts[@]}" -max_total_time="$seconds" "$corpus" >"$log" 2>&1
 rc=$?
 set -e
-runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' | tail -n1)
+runs=$(grep -oE 'stat::number_of_executed_units: +[0-9]+' "$log" | awk '{print $2}' | tail -n1)
 cov=$(grep -oE '(DONE|pulse|NEW|REDUCE|INITED) +cov: [0-9]+ ft: [0-9]+' "$log" | tail -n1 | awk '{print $3, $5}')
 size=$(find "$corpus" -type f | wc -l)
-speed=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | awk '{print $2}' | tail -n1)
+speed=$(grep -oE 'stat::average_exec_per_sec: +[0-9]+' "$log" | awk '{print $2}' | tail -n1)
 echo "run_fuzz.sh: $reader: ${runs:-?} executions in $seconds s (${speed:-?}/s), edges ${cov% *}, features ${cov#* }, corpus $size files, exit $rc"
 if [[ $rc -ne 0 ]]; then
   grep -E 'ERROR|SUMMARY|runtime error|==[0-9]+==|Test unit written|#[0-9]+ +in ' "$log" | head -n 40 >&2
