@@ -217,15 +217,13 @@ std::string transport_error(const Context& cx, const httplib::Request& req, int 
     case 414: return "the request URI is longer than 8192 bytes";
     case 400: {
       if (req.method.empty()) return "malformed HTTP request line";
-      const std::string where = req.method + " " + req.path + ": ";
-      if (req.has_header("Content-Length")) {
-        const std::string n = req.get_header_value("Content-Length");
-        if (std::to_string(req.body.size()) != n)
-          return where + "the request body ended or stalled after " + std::to_string(req.body.size()) +
-                 " of its Content-Length " + n + " bytes (read timeout 5 s)";
-      }
-      return where + "the HTTP request could not be read: a malformed or oversized header (8192 bytes a "
-                     "line at most), or a body without Content-Length";
+      const std::string where = req.method + (req.path.empty() ? "" : " " + req.path) + ": ";
+      const std::string length = req.get_header_value("Content-Length");
+      if (!req.body.empty() && !length.empty() && std::to_string(req.body.size()) != length)
+        return where + "the request body ended or stalled after " + std::to_string(req.body.size()) +
+               " of its Content-Length " + length + " bytes (read timeout 5 s)";
+      return where + "the HTTP request could not be read: a malformed request line or header (8192 bytes "
+                     "a line at most), or a body missing, cut short or stalled (read timeout 5 s)";
     }
     default: return "HTTP " + std::to_string(status);
   }

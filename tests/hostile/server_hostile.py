@@ -429,8 +429,9 @@ def build_cases():
     add("headers-101", post("/v1/completions", {"prompt": "a"}, headers=flood[:101]), want=(431,), msg="header fields")
     add("header-line-64KiB", post("/v1/completions", {"prompt": "a"}, headers=["X-Big: " + "a" * 65536]),
         want=(400, 431), msg="header|request")
-    add("stalled-half-body", None, want=(400, 408), msg="body|request", run=stalled_body)
-    add("stalled-headers", None, want=(400, 408), run=stalled_headers)
+    add("stalled-half-body", None, want=(400, 408), msg="stalled after 10 of its Content-Length 1000",
+        run=stalled_body)
+    add("stalled-headers", None, want=(400, 408), msg="could not be read|closed", run=stalled_headers)
     return C
 
 
