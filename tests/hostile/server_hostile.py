@@ -95,9 +95,17 @@ def parse_response(data):
     return int(m.group(1)), body
 
 
+def complete(data):
+    """Whether `data` holds a whole response with a Content-Length."""
+    head, sep, rest = data.partition(b"\r\n\r\n")
+    m = re.search(rb"(?im)^content-length: *(\d+)", head) if sep else None
+    return bool(m) and len(rest) >= int(m.group(1))
+
+
 def exchange(port, raw, timeout=TIME_LIMIT_S):
     """Sends `raw` (from a second thread: the server may answer, e.g. 413, before it has
-    read everything) and reads the answer until the server closes the connection."""
+    read everything) and reads the answer: its Content-Length, or until the server
+    closes the connection (a stream)."""
     t0 = time.monotonic()
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
 
@@ -117,6 +125,8 @@ def exchange(port, raw, timeout=TIME_LIMIT_S):
             if not chunk:
                 break
             data += chunk
+            if complete(data):
+                break
     except socket.timeout:
         note = "no end of answer within %.0f s" % timeout
     except OSError as e:
@@ -152,6 +162,8 @@ def stalled_body(port):
             if not chunk:
                 break
             data += chunk
+            if complete(data):
+                break
     except socket.timeout:
         note = "no answer within %.0f s" % TIME_LIMIT_S
     except OSError as e:
@@ -180,6 +192,8 @@ def stalled_headers(port):
             if not chunk:
                 break
             data += chunk
+            if complete(data):
+                break
     except socket.timeout:
         note = "the connection was still held after %.0f s" % TIME_LIMIT_S
     except OSError as e:
@@ -200,12 +214,7 @@ def stalled_headers(port):
 def read_one_response(s, deadline):
     """One response (with a Content-Length) from a keep-alive connection."""
     data = b""
-    while time.monotonic() < deadline:
-        head, sep, rest = data.partition(b"\r\n\r\n")
-        if sep:
-            m = re.search(rb"(?im)^content-length: *(\d+)", head)
-            if m and len(rest) >= int(m.group(1)):
-                return data[:len(head) + 4 + int(m.group(1))]
+    while time.monotonic() < deadline and not complete(data):
         s.settimeout(max(0.05, deadline - time.monotonic()))
         chunk = s.recv(65536)
         if not chunk:
@@ -519,6 +528,7 @@ def main():
         dead = False
         try:
             for c in cases:
+                t_case = time.monotonic()
                 if dead:
                     verdict, why = "crash", "the server had already died"
                 else:
@@ -530,7 +540,8 @@ def main():
                     elif not health(port):
                         verdict, why = "hang", "/health did not answer afterwards; " + why
                 counts[verdict] = counts.get(verdict, 0) + 1
-                results.append({"case": c.name, "verdict": verdict, "why": why})
+                results.append({"case": c.name, "verdict": verdict, "why": why,
+                                "seconds": round(time.monotonic() - t_case, 2)})
                 if verdict not in ("refused_cleanly", "control_ok") or a.verbose:
                     print("%-45s %-18s %s" % (c.name, verdict, why))
             rss = peak_rss_mib(proc.pid)
