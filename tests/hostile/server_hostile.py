@@ -24,7 +24,6 @@ hostile request was refused cleanly and every control passed.
 
   server_hostile.py --headwise BUILD/headwise --shared ../shared [--only REGEX] [-v]
 """
-import argparse
 import json
 import os
 import re
@@ -36,11 +35,9 @@ import tempfile
 import threading
 import time
 
-TIME_LIMIT_S = 10.0
-RSS_LIMIT_MIB = 512
+from hostile_corpus import RSS_LIMIT_MIB, SANITIZER_MARKS, TIME_LIMIT_S, common_arguments, sanitizer_env
+
 KEY = "hostile-test-key"
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer",
-                   "WARNING: ThreadSanitizer", "ERROR: UndefinedBehaviorSanitizer")
 
 
 class Case:
@@ -102,10 +99,29 @@ def complete(data):
     return bool(m) and len(rest) >= int(m.group(1))
 
 
+def read_answer(s, t0, timeout, close=True):
+    """Reads from `s` until a whole answer (its Content-Length) is in, the server closes
+    the connection (a stream ends so), or `timeout` seconds from t0 pass."""
+    data, note = b"", ""
+    try:
+        while time.monotonic() - t0 < timeout and not complete(data):
+            s.settimeout(max(0.05, timeout - (time.monotonic() - t0)))
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        note = "no end of answer within %.0f s" % timeout
+    except OSError as e:
+        note = "connection: %s" % e
+    if close:
+        s.close()
+    return data, note
+
+
 def exchange(port, raw, timeout=TIME_LIMIT_S):
     """Sends `raw` (from a second thread: the server may answer, e.g. 413, before it has
-    read everything) and reads the answer: its Content-Length, or until the server
-    closes the connection (a stream)."""
+    read everything) and reads the answer."""
     t0 = time.monotonic()
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
 
@@ -114,113 +130,40 @@ def exchange(port, raw, timeout=TIME_LIMIT_S):
             s.sendall(raw)
         except OSError:
             pass  # the server answered and closed early: what it sent is read below
-    sender = threading.Thread(target=send, daemon=True)
-    sender.start()
-    data = b""
-    note = ""
-    try:
-        while time.monotonic() - t0 < timeout:
-            s.settimeout(max(0.05, timeout - (time.monotonic() - t0)))
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-            if complete(data):
-                break
-    except socket.timeout:
-        note = "no end of answer within %.0f s" % timeout
-    except OSError as e:
-        note = "connection: %s" % e
-    s.close()
+    threading.Thread(target=send, daemon=True).start()
+    data, note = read_answer(s, t0, timeout)
     status, body = parse_response(data)
     return status, body, time.monotonic() - t0, note
 
 
 def health(port, timeout=5.0):
     try:
-        status, body, _, _ = exchange(port, request("GET", "/health", auth=False), timeout)
+        status, _, _, _ = exchange(port, request("GET", "/health", auth=False), timeout)
         return status == 200
     except OSError:
         return False
 
 
-def stalled_body(port):
-    """Headers promising 1,000 bytes, 10 of them, then silence: the server must give up
-    (its read timeout) and keep answering others meanwhile."""
-    t0 = time.monotonic()
-    s = socket.create_connection(("127.0.0.1", port), timeout=TIME_LIMIT_S)
-    raw = post("/v1/completions", b"", length=1000) + b'{"prompt":'
-    s.sendall(raw)
-    time.sleep(0.5)
-    healthy_meanwhile = health(port, 2.0)
-    data = b""
-    note = ""
-    try:
-        while time.monotonic() - t0 < TIME_LIMIT_S:
-            s.settimeout(max(0.05, TIME_LIMIT_S - (time.monotonic() - t0)))
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-            if complete(data):
-                break
-    except socket.timeout:
-        note = "no answer within %.0f s" % TIME_LIMIT_S
-    except OSError as e:
-        note = "connection: %s" % e
-    s.close()
-    status, body = parse_response(data)
-    if not healthy_meanwhile:
-        note += " /health did not answer while the client stalled"
-        status = None
-    return status, body, time.monotonic() - t0, note
-
-
-def stalled_headers(port):
-    """A request line and half a header, then silence (slowloris)."""
-    t0 = time.monotonic()
-    s = socket.create_connection(("127.0.0.1", port), timeout=TIME_LIMIT_S)
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
-    time.sleep(0.5)
-    ok = health(port, 2.0)
-    s.settimeout(TIME_LIMIT_S)
-    data = b""
-    note = ""
-    try:
-        while time.monotonic() - t0 < TIME_LIMIT_S:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-            if complete(data):
-                break
-    except socket.timeout:
-        note = "the connection was still held after %.0f s" % TIME_LIMIT_S
-    except OSError as e:
-        note = "connection: %s" % e
-    s.close()
-    elapsed = time.monotonic() - t0
-    status, body = parse_response(data)
-    if status is None and not note:
-        # Closing a connection that never finished its headers is an answer too; the
-        # point is that it is bounded and others are served meanwhile.
-        status, body = 408, b'{"error":{"message":"closed (read timeout)","type":"x","param":null,"code":null}}'
-    if not ok:
-        note += " /health did not answer while the client stalled"
-        status = None
-    return status, body, elapsed, note
-
-
-def read_one_response(s, deadline):
-    """One response (with a Content-Length) from a keep-alive connection."""
-    data = b""
-    while time.monotonic() < deadline and not complete(data):
-        s.settimeout(max(0.05, deadline - time.monotonic()))
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data
+def stalled(partial, closing_answers):
+    """A client that sends `partial` and then nothing: the server must give up within
+    the time bound (its read timeout is 5 s) and answer /health meanwhile. With
+    `closing_answers`, closing the connection without an answer counts as one (a
+    request that never finished its headers has nothing to answer)."""
+    def run(port):
+        t0 = time.monotonic()
+        s = socket.create_connection(("127.0.0.1", port), timeout=TIME_LIMIT_S)
+        s.sendall(partial)
+        time.sleep(0.5)
+        healthy_meanwhile = health(port, 2.0)
+        data, note = read_answer(s, t0, TIME_LIMIT_S)
+        status, body = parse_response(data)
+        if status is None and not note and closing_answers:
+            status, body = 408, b'{"error":{"message":"closed (read timeout)","type":"x","param":null,"code":null}}'
+        if not healthy_meanwhile:
+            note += " /health did not answer while the client stalled"
+            status = None
+        return status, body, time.monotonic() - t0, note
+    return run
 
 
 def keep_alive_after(first):
@@ -230,13 +173,12 @@ def keep_alive_after(first):
     answer before it.)"""
     def run(port):
         t0 = time.monotonic()
-        deadline = t0 + TIME_LIMIT_S
         s = socket.create_connection(("127.0.0.1", port), timeout=TIME_LIMIT_S)
         try:
             s.sendall(first.replace(b"Connection: close", b"Connection: keep-alive"))
-            status, body = parse_response(read_one_response(s, deadline))
+            status, body = parse_response(read_answer(s, t0, TIME_LIMIT_S, close=False)[0])
             s.sendall(request("GET", "/v1/models"))
-            second, _ = parse_response(read_one_response(s, deadline))
+            second, _ = parse_response(read_answer(s, t0, TIME_LIMIT_S, close=False)[0])
         except OSError as e:
             return None, b"", time.monotonic() - t0, "connection: %s" % e
         finally:
@@ -439,8 +381,9 @@ def build_cases():
     add("header-line-64KiB", post("/v1/completions", {"prompt": "a"}, headers=["X-Big: " + "a" * 65536]),
         want=(400, 431), msg="header|request")
     add("stalled-half-body", None, want=(400, 408), msg="stalled after 10 of its Content-Length 1000",
-        run=stalled_body)
-    add("stalled-headers", None, want=(400, 408), msg="could not be read|closed", run=stalled_headers)
+        run=stalled(post("/v1/completions", b"", length=1000) + b'{"prompt":', False))
+    add("stalled-headers", None, want=(400, 408), msg="could not be read|closed",
+        run=stalled(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", True))
     return C
 
 
@@ -505,20 +448,11 @@ def peak_rss_mib(pid):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--headwise", required=True)
-    ap.add_argument("--shared", required=True)
-    ap.add_argument("--only", default="")
-    ap.add_argument("--json", help="write per-case results here")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
+    a = common_arguments(__doc__)
     if not os.path.exists(os.path.join(a.shared, "models/stories260K/stories260K.bin")):
         print("server_hostile: %s/models/stories260K is missing (the shared models)" % a.shared, file=sys.stderr)
         return 1
-    env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "abort_on_error=0:allocator_may_return_null=1:detect_leaks=1")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-    env["OMP_NUM_THREADS"] = env.get("OMP_NUM_THREADS", "1")
+    env = sanitizer_env()
     env.pop("HEADWISE_API_KEY", None)
     cases = [c for c in build_cases() if re.search(a.only, c.name)]
     counts, results = {}, []
