@@ -8,7 +8,8 @@
 # to fuzz/regressions/READER/ so it is replayed from then on.
 #
 #   fuzz/run_fuzz.sh READER BIN_DIR SECONDS [SHARED_DIR] [ARTIFACT_DIR]
-#   env: FUZZ_KEEP_CORPUS=DIR keeps the grown corpus in DIR (for long local runs)
+#   env: FUZZ_KEEP_CORPUS=DIR keeps the grown corpus in DIR (for long local runs),
+#        FUZZ_LOG=FILE keeps libFuzzer's whole log in FILE
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 reader=$1
@@ -49,19 +50,20 @@ if [[ -d "$here/corpus/$reader" ]]; then
   fi
 fi
 
-log=$(mktemp "${TMPDIR:-/tmp}/headwise-fuzz-$reader-log.XXXXXX")
+log=${FUZZ_LOG:-$(mktemp "${TMPDIR:-/tmp}/headwise-fuzz-$reader-log.XXXXXX")}
 set +e
 "$bin" "${opts[@]}" -max_total_time="$seconds" "$corpus" >"$log" 2>&1
 rc=$?
 set -e
-runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' | tail -n1)
+runs=$(grep -oE 'stat::number_of_executed_units: +[0-9]+' "$log" | awk '{print $2}' | tail -n1)
 cov=$(grep -oE '(DONE|pulse|NEW|REDUCE|INITED) +cov: [0-9]+ ft: [0-9]+' "$log" | tail -n1 | awk '{print $3, $5}')
 size=$(find "$corpus" -type f | wc -l)
-echo "run_fuzz.sh: $reader: ${runs:-?} executions in $seconds s, edges ${cov% *}, features ${cov#* }, corpus $size files, exit $rc"
+speed=$(grep -oE 'stat::average_exec_per_sec: +[0-9]+' "$log" | awk '{print $2}' | tail -n1)
+echo "run_fuzz.sh: $reader: ${runs:-?} executions in $seconds s (${speed:-?}/s), edges ${cov% *}, features ${cov#* }, corpus $size files, exit $rc"
 if [[ $rc -ne 0 ]]; then
   grep -E 'ERROR|SUMMARY|runtime error|==[0-9]+==|Test unit written|#[0-9]+ +in ' "$log" | head -n 40 >&2
   echo "run_fuzz.sh: $reader: found a failing input (in $artifacts); fix the reader, then add the input to fuzz/regressions/$reader/" >&2
-  rm -f "$log"
+  [[ -n "${FUZZ_LOG:-}" ]] || rm -f "$log"
   exit 1
 fi
-rm -f "$log"
+[[ -n "${FUZZ_LOG:-}" ]] || rm -f "$log"

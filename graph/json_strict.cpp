@@ -15,13 +15,13 @@ class Checker : public nlohmann::json_sax<json> {
   explicit Checker(int max_depth) : max_depth_(max_depth) {}
   std::string error;
 
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
+  bool null() override { return value_done(); }
+  bool boolean(bool) override { return value_done(); }
+  bool number_integer(number_integer_t) override { return value_done(); }
+  bool number_unsigned(number_unsigned_t) override { return value_done(); }
+  bool number_float(number_float_t, const string_t&) override { return value_done(); }
+  bool string(string_t&) override { return value_done(); }
+  bool binary(binary_t&) override { return value_done(); }
   bool start_object(std::size_t) override { return open('{'); }
   bool end_object() override { return close(); }
   bool start_array(std::size_t) override { return open('['); }
@@ -36,7 +36,10 @@ class Checker : public nlohmann::json_sax<json> {
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    error = std::string("malformed JSON: ") + e.what();
+    // Where it failed, when inside an object ("at 'temperature'": a number that
+    // overflows a double, an invalid literal, a bad string there).
+    const std::string at = levels_.empty() ? "" : path(levels_.back().key);
+    error = std::string("malformed JSON") + (at.empty() ? "" : " at '" + at + "'") + ": " + e.what();
     return false;
   }
 
@@ -57,6 +60,12 @@ class Checker : public nlohmann::json_sax<json> {
   }
   bool close() {
     levels_.pop_back();
+    return value_done();
+  }
+  // A value ended: its key is no longer where the parser is (an error in the next key
+  // must not be reported at this one).
+  bool value_done() {
+    if (!levels_.empty()) levels_.back().key.clear();
     return true;
   }
   // "settings.n_heads", "block[].op": where a key sits, for messages.

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -197,19 +198,88 @@ bool authorized(const Context& cx, const httplib::Request& req) {
   return req.get_header_value("Authorization") == "Bearer " + cx.opt.api_key;
 }
 
+// A request body is JSON: a Content-Type that says otherwise (text/plain, a form,
+// multipart) is refused rather than parsed as JSON anyway; none at all is accepted.
+bool json_content_type(const httplib::Request& req) {
+  if (!req.has_header("Content-Type")) return true;
+  std::string t = req.get_header_value("Content-Type");
+  t = t.substr(0, t.find(';'));
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.pop_back();
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return t == "application/json" || (t.size() > 5 && t.compare(t.size() - 5, 5, "+json") == 0);
+}
+
+// What httplib's own 4xx mean (it answers them before any handler runs).
+std::string transport_error(const Context& cx, const httplib::Request& req, int status) {
+  switch (status) {
+    case 404: return "no such endpoint: " + req.method + " " + req.path;
+    case 413: return "the request body is larger than " + std::to_string(cx.opt.max_body_bytes) + " bytes (--max-body)";
+    case 414: return "the request URI is longer than 8192 bytes";
+    case 400: {
+      if (req.method.empty()) return "malformed HTTP request line";
+      const std::string where = req.method + (req.path.empty() ? "" : " " + req.path) + ": ";
+      const std::string length = req.get_header_value("Content-Length");
+      if (!req.body.empty() && !length.empty() && std::to_string(req.body.size()) != length)
+        return where + "the request body ended or stalled after " + std::to_string(req.body.size()) +
+               " of its Content-Length " + length + " bytes (read timeout 5 s)";
+      return where + "the HTTP request could not be read: a malformed request line or header (8192 bytes "
+                     "a line at most), or a body missing, cut short or stalled (read timeout 5 s)";
+    }
+    default: return "HTTP " + std::to_string(status);
+  }
+}
+
+// Header fields a request may carry: clients send about ten. (httplib 0.11 has no such
+// bound of its own; it still reads the headers before this check can refuse them.)
+constexpr size_t kMaxHeaderFields = 100;
+
+// A request whose framing is ambiguous or abusive: too many header fields, Content-Length
+// given twice or not a number, or both Content-Length and Transfer-Encoding (how a body
+// is smuggled past a proxy that reads the other one).
+ApiError framing_error(const httplib::Request& req) {
+  ApiError e;
+  e.status = 400;
+  if (req.headers.size() > kMaxHeaderFields) {
+    e.status = 431;
+    e.message = "the request has " + std::to_string(req.headers.size()) + " header fields, more than " +
+                std::to_string(kMaxHeaderFields);
+    return e;
+  }
+  const size_t lengths = req.get_header_value_count("Content-Length");
+  if (lengths == 0) return {};
+  e.param = "Content-Length";
+  const std::string n = req.get_header_value("Content-Length");
+  if (lengths > 1)
+    e.message = "Content-Length is given " + std::to_string(lengths) + " times";
+  else if (n.empty() || n.size() > 19 || n.find_first_not_of("0123456789") != std::string::npos)
+    e.message = "Content-Length '" + n.substr(0, 40) + "' is not a number of bytes";
+  else if (req.has_header("Transfer-Encoding"))
+    e.message = "both Content-Length and Transfer-Encoding are given";
+  else
+    return {};
+  return e;
+}
+
 void routes(httplib::Server& svr, Context& cx) {
+  // Requests refused before routing (httplib still consumes their body, so a keep-alive
+  // connection stays in step).
   svr.set_pre_routing_handler([&cx](const httplib::Request& req, httplib::Response& res) {
+    ApiError e = framing_error(req);
     // /health and /metrics stay open for orchestrators' probes and scrapers.
-    if (req.path.rfind("/v1/", 0) == 0 && !authorized(cx, req)) {
-      ApiError e;
+    if (!e && req.path.rfind("/v1/", 0) == 0 && !authorized(cx, req)) {
       e.status = 401;
-      e.type = "invalid_request_error";
       e.code = "invalid_api_key";
       e.message = "missing or wrong API key: send 'Authorization: Bearer KEY'";
-      send_error(cx, req.path, e, res);
-      return httplib::Server::HandlerResponse::Handled;
     }
-    return httplib::Server::HandlerResponse::Unhandled;
+    if (!e && req.method == "POST" && !json_content_type(req)) {
+      e.status = 415;
+      e.param = "Content-Type";
+      e.message = "the request body must be JSON: Content-Type '" + req.get_header_value("Content-Type") +
+                  "' is not application/json";
+    }
+    if (!e) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(cx, req.path, e, res);
+    return httplib::Server::HandlerResponse::Handled;
   });
   svr.Get("/health", [&cx](const httplib::Request&, httplib::Response& res) {
     if (cx.draining) {
@@ -237,9 +307,7 @@ void routes(httplib::Server& svr, Context& cx) {
     if (!res.body.empty()) return;
     ApiError e;
     e.status = res.status;
-    e.message = res.status == 404   ? "no such endpoint: " + req.method + " " + req.path
-                : res.status == 413 ? "the request body is larger than " + std::to_string(cx.opt.max_body_bytes) + " bytes"
-                                    : "HTTP " + std::to_string(res.status);
+    e.message = transport_error(cx, req, res.status);
     res.set_content(error_body(e), kJson);
   });
   svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

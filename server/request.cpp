@@ -162,7 +162,19 @@ ApiError parse_object(const std::string& body, json* j) {
   // Strict (graph/json_strict.hpp): a body nested 100,000 deep would overflow the stack
   // when nlohmann frees it, and a duplicate key would be read as its last value.
   const Status s = graph::parse_json_strict(body.data(), body.data() + body.size(), "the request body", j);
-  if (!s.ok()) return bad_request(s.message());
+  if (!s.ok()) {
+    // A value the JSON parser itself refuses (1e999, NaN, bad UTF-8) under a top-level
+    // key: name that field as the param, as the checks below do.
+    const std::string& m = s.message();
+    const size_t at = m.find("malformed JSON at '");
+    std::string field;
+    if (at != std::string::npos) {
+      const size_t b = at + 19, e = m.find('\'', b);
+      if (e != std::string::npos) field = m.substr(b, e - b);
+      if (field.find_first_of(".[") != std::string::npos) field = field.substr(0, field.find_first_of(".["));
+    }
+    return bad_request(m, field);
+  }
   if (!j->is_object()) return bad_request(std::string("the request body must be a JSON object, got ") + type_name(*j));
   return {};
 }

@@ -19,12 +19,15 @@
 #include "graph/presets.hpp"
 #include "graph/weights.hpp"
 #include "tests/graph/small_model.hpp"
+#include "tests/test_files.hpp"
 
 namespace headwise::graph {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
+using test::expect_names;
+using test::spit;
+using test::TempDir;
 
 json valid() {
   return json::parse(
@@ -34,30 +37,6 @@ json valid() {
 Status parse_text(const std::string& text) {
   ModelDesc d;
   return parse_description(text, "/m/model.json", &d);
-}
-
-void expect_names(const Status& s, std::initializer_list<std::string> words) {
-  ASSERT_FALSE(s.ok());
-  for (const std::string& w : words) EXPECT_NE(s.message().find(w), std::string::npos) << s.message();
-}
-
-class TempDir {
- public:
-  TempDir() {
-    dir_ = fs::temp_directory_path() /
-           ("headwise-hostile-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  ~TempDir() { fs::remove_all(dir_); }
-  std::string file(const std::string& name) const { return (dir_ / name).string(); }
-
- private:
-  fs::path dir_;
-};
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
 }
 
 TEST(JsonStrict, DuplicateKeysAreRefusedWithTheirPath) {
@@ -71,6 +50,18 @@ TEST(JsonStrict, DuplicateKeysAreRefusedWithTheirPath) {
   // The same key in different objects is fine.
   const std::string ok = R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}]})";
   EXPECT_TRUE(parse_json_strict(ok.data(), ok.data() + ok.size(), "f.json", &out).ok());
+}
+
+TEST(JsonStrict, ParseErrorsNameTheKeyTheyStandUnder) {
+  json out;
+  const std::string t = R"({"settings": {"n_heads": 8, "norm_eps": 1e999}})";
+  expect_names(parse_json_strict(t.data(), t.data() + t.size(), "f.json", &out),
+               {"f.json", "malformed JSON at 'settings.norm_eps'", "1e999"});
+  // A broken key after a good value is not reported at the key before it.
+  const std::string k = "{\"a\": 1, \"b\xff\": 2}";
+  const Status s = parse_json_strict(k.data(), k.data() + k.size(), "f.json", &out);
+  expect_names(s, {"malformed JSON"});
+  EXPECT_EQ(s.message().find("at 'a'"), std::string::npos) << s.message();
 }
 
 TEST(JsonStrict, NestingIsBoundedAndTheLimitItselfParses) {

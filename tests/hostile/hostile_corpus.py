@@ -480,24 +480,35 @@ def classify(c, rc, err, elapsed, hang, rss_mib):
     return "refused_cleanly"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def common_arguments(doc):
+    """The command line both corpora take (also tests/hostile/server_hostile.py)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--headwise", required=True)
     ap.add_argument("--shared", required=True)
     ap.add_argument("--only", default="")
     ap.add_argument("--json", help="write per-case results here")
     ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def sanitizer_env():
+    """The environment the cases run in. Sanitizer builds: stop at the first report, and
+    let a huge request fail as bad_alloc instead of ASan's own abort, so the project's
+    handling is what is tested."""
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "abort_on_error=0:allocator_may_return_null=1:detect_leaks=1")
+    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    env["OMP_NUM_THREADS"] = env.get("OMP_NUM_THREADS", "2")
+    return env
+
+
+def main():
+    a = common_arguments(__doc__)
     hw = os.path.abspath(a.headwise)
     if not os.path.exists(os.path.join(a.shared, "models/stories260K/stories260K.bin")):
         print("hostile_corpus: %s/models/stories260K is missing (the shared models)" % a.shared, file=sys.stderr)
         return 1
-    env = dict(os.environ)
-    # Sanitizer builds: stop at the first report, and let a huge request fail as
-    # bad_alloc instead of ASan's own abort, so the project's handling is what is tested.
-    env.setdefault("ASAN_OPTIONS", "abort_on_error=0:allocator_may_return_null=1:detect_leaks=1")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-    env["OMP_NUM_THREADS"] = env.get("OMP_NUM_THREADS", "2")
+    env = sanitizer_env()
     tmp = tempfile.mkdtemp(prefix="headwise-hostile-")
     counts = {}
     results = []

@@ -17,26 +17,14 @@
 #include "headwise/headwise.h"
 #include "headwise/model.hpp"
 #include "headwise/tokenizer.hpp"
+#include "tests/test_files.hpp"
 
 namespace headwise {
 namespace {
 
-namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    dir_ = fs::temp_directory_path() /
-           ("headwise-hostile-rt-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  ~TempDir() { fs::remove_all(dir_); }
-  std::string file(const std::string& name) const { return (dir_ / name).string(); }
-
- private:
-  fs::path dir_;
-};
+using test::expect_names;
+using test::spit;
+using test::TempDir;
 
 // A tokenizer.bin of `n` one-byte pieces 'a', 'b', ... with the given scores.
 std::string tokenizer_bytes(int n, float score = 0.0f) {
@@ -49,15 +37,6 @@ std::string tokenizer_bytes(int n, float score = 0.0f) {
     b += char('a' + i % 26);
   }
   return b;
-}
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-void expect_names(const Status& s, std::initializer_list<std::string> words) {
-  ASSERT_FALSE(s.ok());
-  for (const std::string& w : words) EXPECT_NE(s.message().find(w), std::string::npos) << s.message();
 }
 
 TEST(HostileTokenizer, TrailingBytesAndMorePiecesThanTheVocabularyAreRefused) {

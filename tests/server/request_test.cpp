@@ -64,6 +64,13 @@ TEST(Request, RejectionsNameTheField) {
       {R"({"prompt":"x","echo":true})", "echo"},
       {R"({"prompt":"x","model":1})", "model"},
       {R"({"prompt":"x","seed":18446744073709551615})", "seed"},
+      // Values the JSON parser itself refuses, named by the key they stand under
+      // (nested: the top-level field); an error in a key is not put on the key before.
+      {R"({"prompt":"x","temperature":1e999})", "temperature"},
+      {R"({"prompt":"x","top_p":NaN})", "top_p"},
+      {"{\"prompt\":\"a\xff\"}", "prompt"},
+      {R"({"prompt":"x","stream_options":{"include_usage":tru}})", "stream_options"},
+      {"{\"prompt\":\"x\",\"k\xff\":1}", ""},
   };
   for (const auto& [body, param] : cases) {
     ParsedRequest r;
