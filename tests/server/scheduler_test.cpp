@@ -89,6 +89,36 @@ TEST(Scheduler, BatchedAndChunkedEqualsAlone) {
   EXPECT_EQ(sched.queued(), 0);
 }
 
+// ignore_eos generates through the end-of-text ids: with the prompt's first greedy
+// token made an end token, a plain job stops at once ("stop", 0 tokens) and an
+// ignore_eos job gives max_tokens tokens, the text it gives with no end tokens at all.
+TEST(Scheduler, IgnoreEosGeneratesThroughEndTokens) {
+  auto probe = job("hello there", 1);
+  Sampler greedy(tiny()->info().vocab_size, 0, 1, 1);
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(tiny()->open_session({}, &s).ok());
+  ASSERT_TRUE(s->prefill(probe->prompt).ok());
+  const int32_t first = greedy.sample(s->logits());
+  Metrics metrics;
+  SchedulerOptions o;
+  o.max_sessions = 2;
+  o.threads = 1;
+  o.end_tokens = {first};
+  Scheduler sched(tiny(), o, &metrics);
+  ASSERT_TRUE(sched.start().ok());
+  auto plain = job("hello there", 9), through = job("hello there", 9);
+  through->sampling.ignore_eos = true;
+  ASSERT_EQ(sched.submit(plain), Scheduler::Admit::ok);
+  ASSERT_EQ(sched.submit(through), Scheduler::Admit::ok);
+  EXPECT_EQ(collect(*plain), "");
+  EXPECT_EQ(plain->finish_reason, "stop");
+  EXPECT_EQ(plain->completion_tokens, 0);
+  const std::string got = collect(*through);
+  EXPECT_EQ(through->finish_reason, "length");
+  EXPECT_EQ(through->completion_tokens, 9);
+  EXPECT_EQ(got, alone(through->prompt, 9, {}).first);
+}
+
 TEST(Scheduler, QueueFullCancelAndDrain) {
   Metrics metrics;
   SchedulerOptions o;
