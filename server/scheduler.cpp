@@ -1,5 +1,7 @@
 #include "server/scheduler.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -194,7 +196,8 @@ void Scheduler::loop() {
   std::vector<Session*> batch;
   std::vector<int32_t> tokens;
   std::vector<int> counts;
-  std::vector<size_t> which;
+  std::vector<size_t> which, todo;
+  std::vector<int32_t> sampled;
   for (;;) {
     // 1. Drop what must go; admit.
     {
@@ -270,6 +273,21 @@ void Scheduler::loop() {
     if (decoding > 0) metrics_->observe_batch(decoding);
     const Status st = Session::step_batch(batch.data(), tokens.data(), counts.data(), static_cast<int>(batch.size()),
                                           opt_.threads);
+    // 3. Sample a token for every sequence with logits to sample from (decoding, or its
+    //    prompt just done). At temperature > 0 that is a softmax over the vocabulary per
+    //    sequence, so they are spread over the compute threads (each has its own sampler).
+    sampled.assign(which.size(), -1);
+    todo.clear();
+    for (size_t b = 0; b < which.size() && st.ok(); ++b) {
+      const Seq& s = running[which[b]];
+      if (s.decoding || s.prefilled + counts[b] == static_cast<int>(s.job->prompt.size())) todo.push_back(b);
+    }
+    const int nt = std::max(1, std::min(static_cast<int>(todo.size()), opt_.threads > 0 ? opt_.threads : omp_get_max_threads()));
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (size_t t = 0; t < todo.size(); ++t) {
+      Seq& s = running[which[todo[t]]];
+      sampled[todo[t]] = s.sampler->sample(s.session->logits());
+    }
     std::vector<bool> ended(running.size(), false);
     for (size_t b = 0; b < which.size(); ++b) {
       Seq& s = running[which[b]];
@@ -286,7 +304,7 @@ void Scheduler::loop() {
         s.decoding = true;
         s.last = s.job->prompt.back();
       }
-      ended[which[b]] = emit(&s, s.sampler->sample(s.session->logits()));
+      ended[which[b]] = emit(&s, sampled[b]);
     }
     for (size_t i = running.size(); i-- > 0;)
       if (ended[i]) {

@@ -6,7 +6,8 @@
 //      `prefill_chunk` prompt tokens in all, so a long prompt delays the running
 //      sequences by one chunk's time per step, not by the whole prompt, and prompts and
 //      decodes share one pass over the weights (one GEMM per projection);
-//   3. samples a token for every sequence whose prompt is done and hands it to its job.
+//   3. samples a token for every sequence whose prompt is done (spread over the compute
+//      threads: a softmax over the vocabulary each) and hands it to its job.
 // Sequences join and leave between steps. HTTP threads only submit jobs and read
 // their output (text chunks; the JSON and the socket writes are theirs).
 #pragma once
