@@ -22,14 +22,16 @@ std::shared_ptr<const Model> tiny() {
   return m;
 }
 
-// Greedy generation alone: the text and the number of tokens.
-std::pair<std::string, int> alone(const std::vector<int32_t>& prompt, int max_tokens, const std::set<int32_t>& end) {
+// Generation alone (greedy unless a temperature and seed are given): the text and the
+// number of tokens.
+std::pair<std::string, int> alone(const std::vector<int32_t>& prompt, int max_tokens, const std::set<int32_t>& end,
+                                  float temperature = 0, uint64_t seed = 1) {
   std::unique_ptr<Session> s;
   SessionOptions so;
   so.threads = 1;
   EXPECT_TRUE(tiny()->open_session(so, &s).ok());
   EXPECT_TRUE(s->prefill(prompt).ok());
-  Sampler greedy(tiny()->info().vocab_size, 0, 1, 1);
+  Sampler greedy(tiny()->info().vocab_size, temperature, 1, seed);
   std::string text;
   int32_t prev = prompt.back();
   int n = 0;
@@ -87,6 +89,34 @@ TEST(Scheduler, BatchedAndChunkedEqualsAlone) {
   }
   EXPECT_EQ(sched.active(), 0);
   EXPECT_EQ(sched.queued(), 0);
+}
+
+// Seeded sampling at temperature > 0 while sequences share steps (and are sampled in
+// parallel over 2 threads) gives each job what its seed gives alone.
+TEST(Scheduler, SeededSamplingBatchedEqualsAlone) {
+  Metrics metrics;
+  SchedulerOptions o;
+  o.max_sessions = 4;
+  o.threads = 2;
+  o.prefill_chunk = 5;
+  o.end_tokens = {Tokenizer::kBos, Tokenizer::kEos};
+  Scheduler sched(tiny(), o, &metrics);
+  ASSERT_TRUE(sched.start().ok());
+  std::vector<std::shared_ptr<Job>> jobs;
+  const char* prompts[] = {"a cat", "once upon a time there was", "zz", "the dog ran far away"};
+  for (int i = 0; i < 4; ++i) {
+    jobs.push_back(job(prompts[i], 12 + 3 * i));
+    jobs.back()->sampling.temperature = 0.9f;
+    jobs.back()->sampling.has_seed = true;
+    jobs.back()->sampling.seed = 100 + i;
+    ASSERT_EQ(sched.submit(jobs.back()), Scheduler::Admit::ok);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const std::string got = collect(*jobs[i]);
+    const auto [want, n] = alone(jobs[i]->prompt, 12 + 3 * i, o.end_tokens, 0.9f, 100 + i);
+    EXPECT_EQ(got, want) << "job " << i;
+    EXPECT_EQ(jobs[i]->completion_tokens, n);
+  }
 }
 
 // ignore_eos generates through the end-of-text ids: with the prompt's first greedy
