@@ -98,14 +98,24 @@ TEST(Session, PrefillChunksAndDecodeAgreeStories) {
 
 // decode_batch over sessions at different positions equals stepping each alone; sessions
 // join and leave the batch between steps.
+// S pairs of fresh sessions: one of each pair runs batched, the other alone.
+using Sessions = std::vector<std::unique_ptr<Session>>;
+void open_pairs(const Model& m, int S, Sessions* batch, Sessions* alone) {
+  batch->resize(S);
+  alone->resize(S);
+  for (int s = 0; s < S; ++s) {
+    HW_ASSERT_OK(m.open_session({}, &(*batch)[s]));
+    HW_ASSERT_OK(m.open_session({}, &(*alone)[s]));
+  }
+}
+
 TEST(Session, BatchedDecodeEqualsSingle) {
   auto m = tiny();
   const int V = m->info().vocab_size;
   const int S = 4;
-  std::vector<std::unique_ptr<Session>> batch(S), alone(S);
+  Sessions batch, alone;
+  open_pairs(*m, S, &batch, &alone);
   for (int s = 0; s < S; ++s) {
-    HW_ASSERT_OK(m->open_session({}, &batch[s]));
-    HW_ASSERT_OK(m->open_session({}, &alone[s]));
     const auto prompt = random_tokens(5 + 9 * s, V, 11 + s);
     HW_ASSERT_OK(batch[s]->prefill(prompt));
     HW_ASSERT_OK(alone[s]->prefill(prompt));
@@ -140,11 +150,8 @@ TEST(Session, StepBatchMixesPromptChunksAndDecodesEqualsSingle) {
   auto m = tiny();
   const int V = m->info().vocab_size;
   const int S = 5;
-  std::vector<std::unique_ptr<Session>> batch(S), alone(S);
-  for (int s = 0; s < S; ++s) {
-    HW_ASSERT_OK(m->open_session({}, &batch[s]));
-    HW_ASSERT_OK(m->open_session({}, &alone[s]));
-  }
+  Sessions batch, alone;
+  open_pairs(*m, S, &batch, &alone);
   std::mt19937 g(7);
   for (int step = 0; step < 8; ++step) {
     // session s takes a chunk of (s + step) % 4 * 5 tokens (0 stands for one decode

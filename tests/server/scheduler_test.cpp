@@ -63,14 +63,20 @@ std::shared_ptr<Job> job(const std::string& prompt, int max_tokens) {
   return j;
 }
 
+// Sessions, compute threads and prompt tokens per step; generation ends at BOS/EOS.
+SchedulerOptions batching(int sessions, int threads, int prefill_chunk) {
+  SchedulerOptions o;
+  o.max_sessions = sessions;
+  o.queue = 8;
+  o.threads = threads;
+  o.prefill_chunk = prefill_chunk;
+  o.end_tokens = {Tokenizer::kBos, Tokenizer::kEos};
+  return o;
+}
+
 TEST(Scheduler, BatchedAndChunkedEqualsAlone) {
   Metrics metrics;
-  SchedulerOptions o;
-  o.max_sessions = 3;
-  o.queue = 8;
-  o.threads = 1;
-  o.prefill_chunk = 7;  // prompts of up to ~60 tokens take several steps
-  o.end_tokens = {Tokenizer::kBos, Tokenizer::kEos};
+  const SchedulerOptions o = batching(3, 1, 7);  // prompts of up to ~60 tokens take several steps
   Scheduler sched(tiny(), o, &metrics);
   ASSERT_TRUE(sched.start().ok());
   std::vector<std::shared_ptr<Job>> jobs;
@@ -95,11 +101,7 @@ TEST(Scheduler, BatchedAndChunkedEqualsAlone) {
 // parallel over 2 threads) gives each job what its seed gives alone.
 TEST(Scheduler, SeededSamplingBatchedEqualsAlone) {
   Metrics metrics;
-  SchedulerOptions o;
-  o.max_sessions = 4;
-  o.threads = 2;
-  o.prefill_chunk = 5;
-  o.end_tokens = {Tokenizer::kBos, Tokenizer::kEos};
+  const SchedulerOptions o = batching(4, 2, 5);
   Scheduler sched(tiny(), o, &metrics);
   ASSERT_TRUE(sched.start().ok());
   std::vector<std::shared_ptr<Job>> jobs;
