@@ -1,7 +1,11 @@
 // quant_bench — the weight-type products (kernels/quant/) per type × ISA:
 //   decode: M = 1 input row against a matrix bigger than the caches (K 4096 × N 8192),
 //           reported as GB/s of weights streamed (compare with peak_probe's read rate);
-//   prefill: M = 128 rows against K 2048 × N 2048 (weights in L2/L3), as GFLOP/s.
+//   prefill: M = 128 rows against K 2048 × N 2048 (weights in L2/L3), as GFLOP/s;
+//   projection: the same prefill through graph::Projection, i.e. what the plan runs
+//           (BF16: oneDNN's bf16 matmul on weights packed once; other types: the
+//           registry kernel, activations prepared per call included).
+// On a loaded machine read the CPU column with OMP_NUM_THREADS=1 (GFLOP/s uses real time).
 // Threads: OpenMP over output rows (OMP_NUM_THREADS, the caller's split).
 //   OMP_NUM_THREADS=2 flock /tmp/bench.lock build/bench/quant_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
@@ -11,7 +15,11 @@
 #include <string>
 #include <vector>
 
+#include <strings.h>
+
+#include "graph/projection.hpp"
 #include "kernels/dispatch.hpp"
+#include "kernels/matmul/linear.hpp"
 #include "kernels/quant/quant.hpp"
 
 namespace hq = headwise::kernels::quant;
@@ -77,6 +85,35 @@ void bm(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K, int64_t N)
   st.counters["GB/s"] = benchmark::Counter(double(p.w.size()) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// graph::Projection of the weights of `p` (the plan's path for this type × ISA).
+void bm_projection(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K, int64_t N) {
+  Problem p = make(t, 1, K, N);
+  headwise::kernels::WeightType wt = headwise::kernels::WeightType::Count;
+  for (int i = 0; i < int(headwise::kernels::WeightType::Count); ++i)
+    if (strcasecmp(headwise::kernels::weight_type_name(headwise::kernels::WeightType(i)), p.ti->name) == 0)
+      wt = headwise::kernels::WeightType(i);
+  std::unique_ptr<headwise::graph::Projection> proj;
+  const headwise::Status s = headwise::graph::Projection::create_typed(wt, p.w.data(), int(K), int(N), nullptr, isa, &proj);
+  if (!s.ok()) {
+    st.SkipWithError(s.message().c_str());
+    return;
+  }
+  std::mt19937 g(2);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> x(size_t(M) * K), y(size_t(M) * N);
+  for (float& v : x) v = nd(g);
+  void* scratch = std::aligned_alloc(64, (proj->scratch_bytes(M) + 63) / 64 * 64 + 64);
+  const int threads = omp_get_max_threads();
+  for (auto _ : st) {
+    (void)proj->run(x.data(), K, y.data(), N, M, threads, scratch);
+    benchmark::DoNotOptimize(y.data());
+  }
+  std::free(scratch);
+  st.SetLabel(proj->implementation(M));
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * K * N, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+
 const int kRegistered = [] {
   int n;
   const hq::WType* types = hq::all_types(&n);
@@ -89,6 +126,12 @@ const int kRegistered = [] {
       if (isa != Isa::scalar)
         benchmark::RegisterBenchmark(("prefill/" + name).c_str(), bm, types[i], isa, 128, 2048, 2048)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
+      if (isa != Isa::scalar) {
+        benchmark::RegisterBenchmark(("projection/" + name).c_str(), bm_projection, types[i], isa, 128, 2048, 2048)
+            ->Unit(benchmark::kMillisecond)->UseRealTime();
+        benchmark::RegisterBenchmark(("decode_projection/" + name).c_str(), bm_projection, types[i], isa, 1, 4096, 8192)
+            ->Unit(benchmark::kMillisecond)->UseRealTime();
+      }
     }
   }
   return 0;

@@ -6,6 +6,24 @@
 
 namespace headwise::formats {
 
+std::string llama_gguf_tensor_name(const std::string& meta) {
+  // Meta names → llama.cpp names
+  static const std::map<std::string, std::string> names = {
+      {"attention_norm.weight", "attn_norm.weight"}, {"ffn_norm.weight", "ffn_norm.weight"},
+      {"attention.wq.weight", "attn_q.weight"},      {"attention.wk.weight", "attn_k.weight"},
+      {"attention.wv.weight", "attn_v.weight"},      {"attention.wo.weight", "attn_output.weight"},
+      {"feed_forward.w1.weight", "ffn_gate.weight"}, {"feed_forward.w2.weight", "ffn_down.weight"},
+      {"feed_forward.w3.weight", "ffn_up.weight"}};
+  if (meta == "tok_embeddings.weight") return "token_embd.weight";
+  if (meta == "norm.weight") return "output_norm.weight";
+  if (meta == "output.weight") return "output.weight";
+  if (meta.compare(0, 7, "layers.") != 0) return "";
+  const size_t dot = meta.find('.', 7);
+  auto it = dot == std::string::npos ? names.end() : names.find(meta.substr(dot + 1));
+  if (it == names.end()) return "";
+  return "blk." + meta.substr(7, dot - 7) + "." + it->second;
+}
+
 Status convert_llama2c_to_gguf(const graph::Llama2cCheckpoint& ckpt, const Tokenizer& tok,
                                const std::string& out_path) {
   const graph::Llama2cConfig& c = ckpt.config();
@@ -45,26 +63,9 @@ Status convert_llama2c_to_gguf(const graph::Llama2cCheckpoint& ckpt, const Token
   w.set_u32("tokenizer.ggml.eos_token_id", 2);
   w.set_u32("tokenizer.ggml.unknown_token_id", 0);
   w.set_bool("tokenizer.ggml.add_bos_token", true);
-  // tensors: Meta names → llama.cpp names
-  const std::map<std::string, std::string> names = {
-      {"attention_norm.weight", "attn_norm.weight"}, {"ffn_norm.weight", "ffn_norm.weight"},
-      {"attention.wq.weight", "attn_q.weight"},      {"attention.wk.weight", "attn_k.weight"},
-      {"attention.wv.weight", "attn_v.weight"},      {"attention.wo.weight", "attn_output.weight"},
-      {"feed_forward.w1.weight", "ffn_gate.weight"}, {"feed_forward.w2.weight", "ffn_down.weight"},
-      {"feed_forward.w3.weight", "ffn_up.weight"}};
   for (const graph::TensorView& t : ckpt.tensors()) {
-    std::string name;
-    if (t.name == "tok_embeddings.weight") name = "token_embd.weight";
-    else if (t.name == "norm.weight") name = "output_norm.weight";
-    else if (t.name == "output.weight") name = "output.weight";
-    else if (t.name.compare(0, 7, "layers.") == 0) {
-      const size_t dot = t.name.find('.', 7);
-      auto it = dot == std::string::npos ? names.end() : names.find(t.name.substr(dot + 1));
-      if (it == names.end()) return format_error(ckpt.path() + ": unexpected tensor '" + t.name + "'");
-      name = "blk." + t.name.substr(7, dot - 7) + "." + it->second;
-    } else {
-      return format_error(ckpt.path() + ": unexpected tensor '" + t.name + "'");
-    }
+    const std::string name = llama_gguf_tensor_name(t.name);
+    if (name.empty()) return format_error(ckpt.path() + ": unexpected tensor '" + t.name + "'");
     HW_RETURN_IF_ERROR(w.add_f32(name, t.shape, reinterpret_cast<const float*>(t.data)));
   }
   return w.write(out_path);

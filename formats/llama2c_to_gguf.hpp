@@ -15,6 +15,10 @@
 
 namespace headwise::formats {
 
+// The llama.cpp (GGUF) name of a llama2.c / Meta tensor name ("layers.3.attention.wv.weight"
+// → "blk.3.attn_v.weight"), or "" for a name outside that set.
+std::string llama_gguf_tensor_name(const std::string& meta_name);
+
 Status convert_llama2c_to_gguf(const graph::Llama2cCheckpoint& ckpt, const Tokenizer& tok,
                                const std::string& out_path);
 

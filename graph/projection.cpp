@@ -7,6 +7,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "kernels/quant/quant.hpp"
+
 namespace headwise::graph {
 namespace {
 
@@ -26,8 +28,10 @@ constexpr int kLayoutRows = 256;
 
 // Primitives are made for dense rows (ldx = K, ldy = N): the plan's memory plan keeps
 // activations dense, and oneDNN 2.6 runs strided matmuls on its reference path.
-dnnl::matmul::primitive_desc make_pd(int M, int K, int N, const memory::desc& wmd, bool bias) {
-  const memory::desc src({M, K}, dt::f32, tag::ab);
+// src_dt: f32, or bf16 for BF16 weights (oneDNN 2.6 multiplies bf16 by bf16 only).
+dnnl::matmul::primitive_desc make_pd(int M, int K, int N, const memory::desc& wmd, bool bias,
+                                     dt src_dt = dt::f32) {
+  const memory::desc src({M, K}, src_dt, tag::ab);
   const memory::desc dst({M, N}, dt::f32, tag::ab);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // the session brings scratch
@@ -87,6 +91,7 @@ struct Projection::Onednn {
   memory weights;     // reordered, owned by oneDNN
   memory bias;        // (1, N) or empty
   std::vector<Class> classes;  // ascending rows
+  bool bf16 = false;  // bf16 weights and inputs (inputs rounded into staging per call)
 };
 
 Projection::~Projection() = default;
@@ -162,7 +167,71 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
     return Status(StatusCode::unsupported, std::string("no linear kernel for ") +
                                                kernels::weight_type_name(type) + " weights on " +
                                                kernels::isa_name(isa) + " (kernels/matmul/linear.inc)");
+  if (type == kernels::WeightType::bf16 && isa == kernels::Isa::avx512 && kernels::quant::cpu_has_avx512_vnni_bf16()) {
+    const Status s = p->prepare_bf16_onednn(static_cast<const uint16_t*>(w));
+    if (!s.ok()) return s;
+  }
   *out = std::move(p);
+  return Status::Ok();
+}
+
+// BF16 weights in prefill: oneDNN's bf16 matmul (brgemm on vdpbf16ps, inputs rounded to
+// bf16 per call exactly as the registry kernel rounds them, fp32 sums and output), with
+// the weights reordered ONCE here into the blocked layout it prefers, for the same fixed
+// row classes as f32 (memory does not grow with the prompt lengths seen). The registry
+// kernel runs at ~20-80 GFLOP/s per thread on many rows (one weight row at a time,
+// re-reading the inputs); oneDNN at the bf16 dot-product rate (quant_bench
+// prefill_projection/bf16).
+//
+// The packed copy is used for every row count it has a class for; fewer rows (decode)
+// still read the mapped weights with the registry GEMV: decode is bound by the bytes it
+// streams, the packed copy has the same bytes (2 per weight), and the GEMV already
+// streams them at the read bandwidth (quant_bench decode_projection/bf16), so reading
+// the copy instead could not be faster (measured: oneDNN's 1-row bf16 matmul on the
+// copy, K 4096 × N 8192, took the same time as the GEMV within the noise of a loaded
+// machine). Memory: the copy is K·N·2 bytes more for the
+// model's life (allocated, not mapped); the mapped pages are read once here (the
+// reorder) and then only by decode. A oneDNN without a bf16 brgemm on this CPU (a
+// reference implementation) is not used: the registry kernel is faster than that.
+// F16 weights stay on their registry kernel in prefill too: oneDNN 2.6 has no f16
+// matmul on this CPU, and converting them to bf16 would change the values.
+Status Projection::prepare_bf16_onednn(const uint16_t* w) {
+  dnn_ = std::make_unique<Onednn>();
+  Onednn& d = *dnn_;
+  d.bf16 = true;
+  const bool has_bias = bias_ != nullptr;
+  try {
+    const memory::desc any({K_, N_}, dt::bf16, tag::any);
+    auto pd0 = make_pd(kLayoutRows, K_, N_, any, has_bias, dt::bf16);
+    if (std::string(pd0.impl_info_str()).find("ref") != std::string::npos) {
+      dnn_.reset();
+      return Status::Ok();
+    }
+    d.wmd = pd0.weights_desc();
+    // The stored [N][K] rows are the K×N matrix with strides (1, K).
+    const memory::desc given({K_, N_}, dt::bf16, memory::dims{1, K_});
+    memory src(given, cpu_engine(), const_cast<uint16_t*>(w));
+    d.weights = memory(d.wmd, cpu_engine());
+    dnnl::stream s(cpu_engine());
+    dnnl::reorder(src, d.weights).execute(s, src, d.weights);
+    s.wait();
+    if (has_bias) {
+      d.bias = memory(memory::desc({1, N_}, dt::f32, tag::ab), cpu_engine());
+      std::copy(bias_, bias_ + N_, static_cast<float*>(d.bias.get_data_handle()));
+    }
+    for (int rows = kMinClassRows; rows <= kMaxBf16ClassRows; rows *= 2) {
+      Onednn::Class c;
+      c.rows = rows;
+      auto pd = make_pd(rows, K_, N_, d.wmd, has_bias, dt::bf16);
+      c.prim = dnnl::matmul(pd);
+      c.pad_bytes = pd.scratchpad_desc().get_size();
+      c.impl = pd.impl_info_str();
+      d.classes.push_back(std::move(c));
+    }
+  } catch (const dnnl::error& e) {
+    return Status(StatusCode::internal, "oneDNN could not prepare a bf16 " + std::to_string(K_) + "x" +
+                                            std::to_string(N_) + " matmul: " + e.what());
+  }
   return Status::Ok();
 }
 
@@ -188,8 +257,17 @@ void Projection::split_rows(int M, bool dense, F&& f) const {
 // Strided rows (never from the plan's own memory plan) are staged through dense ones
 // in passes of the smallest class, so staging costs (smallest class)·(K + N) floats,
 // not (rows per step)·(K + N).
+// bf16: the inputs of the largest class that fits are rounded into staging (K bf16 per
+// row; the classes stop at kMaxBf16ClassRows to bound it), plus the smallest class of
+// output rows for strided y.
 size_t Projection::staging_bytes(int rows) const {
   if (!dnn_ || dnn_->classes.empty() || rows < dnn_->classes.front().rows) return 0;
+  if (dnn_->bf16) {
+    int big = dnn_->classes.front().rows;
+    for (const Onednn::Class& c : dnn_->classes)
+      if (c.rows <= rows) big = c.rows;
+    return round64(size_t(big) * K_ * sizeof(uint16_t)) + size_t(dnn_->classes.front().rows) * N_ * sizeof(float);
+  }
   return size_t(dnn_->classes.front().rows) * (K_ + N_) * sizeof(float);
 }
 
@@ -220,7 +298,8 @@ Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M
   float* stage = reinterpret_cast<float*>(base + round64(pad));
   void* small_scratch = base + round64(pad) + round64(staging);
   Status status;
-  const bool dense = ldx == K_ && ldy == N_;
+  // bf16 rounds the inputs into staging anyway: only the output rows must be dense.
+  const bool dense = ldy == N_ && (ldx == K_ || (dnn_ && dnn_->bf16));
   split_rows(M, dense, [&](int cls, int r0, int rows) {
     if (!status.ok()) return;
     const float* xr = x + r0 * ldx;
@@ -230,9 +309,18 @@ Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M
       return;
     }
     const Onednn::Class& c = dnn_->classes[cls];
-    const float* xd = xr;
+    const void* xd = xr;
     float* yd = yr;
-    if (!dense) {  // stage through dense rows (see make_pd)
+    if (dnn_->bf16) {  // inputs rounded to bf16 as the registry kernel rounds them
+      auto* xb = reinterpret_cast<uint16_t*>(stage);
+      const size_t xbytes = kernels::quant::act_row_bytes(kernels::quant::ActKind::bf16, K_);
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int r = 0; r < rows; ++r)
+        kernels::quant::prepare_activations(kernels::quant::ActKind::bf16, xr + r * ldx,
+                                            reinterpret_cast<char*>(xb) + r * xbytes, K_);
+      xd = xb;
+      if (!dense) yd = reinterpret_cast<float*>(reinterpret_cast<char*>(stage) + round64(size_t(rows) * xbytes));
+    } else if (!dense) {  // stage through dense rows (see make_pd)
       float* xs = stage;
       yd = stage + size_t(rows) * K_;
       for (int r = 0; r < rows; ++r) std::memcpy(xs + size_t(r) * K_, xr + r * ldx, K_ * sizeof(float));
@@ -241,7 +329,8 @@ Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M
     try {
       ScopedOmpThreads omp_threads(threads);
       thread_local dnnl::stream stream(cpu_engine());
-      memory xs(memory::desc({rows, K_}, dt::f32, tag::ab), cpu_engine(), const_cast<float*>(xd));
+      memory xs(memory::desc({rows, K_}, dnn_->bf16 ? dt::bf16 : dt::f32, tag::ab), cpu_engine(),
+                const_cast<void*>(xd));
       memory ys(memory::desc({rows, N_}, dt::f32, tag::ab), cpu_engine(), yd);
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, dnn_->weights}, {DNNL_ARG_DST, ys}};

@@ -26,6 +26,9 @@ class Projection {
  public:
   static constexpr int kMinClassRows = 16;    // below: the small-row kernel
   static constexpr int kMaxClassRows = 1024;  // above: several passes
+  // BF16 weights (oneDNN bf16 matmul): classes up to 256 rows, so the bf16 copy of the
+  // inputs in scratch stays ≤ 256·K·2 bytes; oneDNN runs 256 rows as fast as 1024.
+  static constexpr int kMaxBf16ClassRows = 256;
 
   // f32 weights: element (k, n) of the logical K×N weight at w[k·stride_k + n·stride_n]
   // ([N][K] PyTorch Linear storage: stride_k = 1, stride_n = K). bias: N floats or null.
@@ -66,6 +69,7 @@ class Projection {
   template <class F>
   void split_rows(int M, bool dense, F&& f) const;
   size_t staging_bytes(int rows) const;
+  Status prepare_bf16_onednn(const uint16_t* w);  // BF16 prefill (see projection.cpp)
 
   int K_ = 0, N_ = 0;
   size_t weight_bytes_ = 0;
@@ -73,7 +77,7 @@ class Projection {
   const float* bias_ = nullptr;            // N floats, or null
   std::vector<float> bias_copy_;           // typed projections own their bias copy
   const kernels::LinearKernel* small_ = nullptr;  // registry kernel, or null
-  std::unique_ptr<Onednn> dnn_;            // f32 only
+  std::unique_ptr<Onednn> dnn_;            // f32, and bf16 on a CPU with AVX512-BF16
 };
 
 }  // namespace headwise::graph

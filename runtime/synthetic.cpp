@@ -3,13 +3,19 @@
 // chunk has its own generator, seeded from the model seed, the tensor and the chunk).
 #include <omp.h>
 
+#include <cctype>
 #include <cmath>
 #include <deque>
+#include <map>
 
 #include "graph/plan.hpp"
 #include "graph/presets.hpp"
 #include "headwise/model.hpp"
+#include "formats/llama2c_to_gguf.hpp"
+#include "formats/quantize_gguf.hpp"
+#include "kernels/quant/quant.hpp"
 #include "runtime/model_builder.hpp"
+#include "runtime/synthetic.hpp"
 #include "runtime/splitmix64.hpp"
 
 namespace headwise {
@@ -57,6 +63,51 @@ std::unique_ptr<Tokenizer> builtin_tokenizer() {
   return Tokenizer::from_pieces(std::move(pieces), std::move(scores));
 }
 
+// The matrices of `views` (llama names) in the types quantize_gguf chooses under `mix`;
+// each quantized tensor replaces its f32 data in `data` (views[i] points into data[i]).
+Status quantize_matrices(const std::string& mix, int n_layers, std::vector<graph::TensorView>* views,
+                         std::deque<std::vector<float>>* data, std::string* types) {
+  namespace hq = kernels::quant;
+  std::map<std::string, int> count;
+  for (size_t i = 0; i < views->size(); ++i) {
+    graph::TensorView& v = (*views)[i];
+    if (v.shape.size() != 2) continue;  // norms stay f32
+    const std::string gguf = formats::llama_gguf_tensor_name(v.name);
+    if (gguf.empty())
+      return invalid_argument("--weights: tensor '" + v.name +
+                              "' has no llama (GGUF) name; --weights applies to the llama synthetic models");
+    const int64_t K = v.shape[1], N = v.shape[0];  // [N][K] rows, as GGUF's ne = {K, N}
+    const auto wt = static_cast<hq::WType>(formats::choose_tensor_type(mix, gguf, {K, N}, n_layers, nullptr));
+    const hq::TypeInfo* ti = hq::type_info(wt);
+    graph::DType dt = graph::DType::f32;
+    for (graph::DType d : {graph::DType::f16, graph::DType::bf16, graph::DType::q8_0, graph::DType::q4_0,
+                           graph::DType::q4_k, graph::DType::q6_k})
+      if (graph::dtype_quant_type(d) == wt) dt = d;
+    if (!ti || dt == graph::DType::f32) {
+      ++count["f32"];
+      continue;
+    }
+    const size_t rb = hq::row_bytes(*ti, K), bytes = rb * size_t(N);
+    std::vector<float> q((bytes + sizeof(float) - 1) / sizeof(float));
+    const float* src = reinterpret_cast<const float*>(v.data);
+    auto* dst = reinterpret_cast<uint8_t*>(q.data());
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int64_t n = 0; n < N; ++n) ti->quantize(src + n * K, dst + size_t(n) * rb, K);
+    (*data)[i] = std::move(q);  // frees the f32 copy
+    v.data = reinterpret_cast<const uint8_t*>((*data)[i].data());
+    v.dtype = dt;
+    v.nbytes = bytes;
+    std::string tn = graph::dtype_name(dt);
+    for (char& c : tn) c = char(std::tolower(static_cast<unsigned char>(c)));  // as --weights spells it
+    ++count[tn];
+  }
+  if (types) {
+    types->clear();
+    for (const auto& [t, n] : count) *types += (types->empty() ? "" : ", ") + t + " ×" + std::to_string(n);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<std::string> Model::synthetic_names() {
@@ -64,6 +115,11 @@ std::vector<std::string> Model::synthetic_names() {
 }
 
 Status Model::synthetic(const std::string& name, uint64_t seed, std::shared_ptr<const Model>* out) {
+  return synthetic_model(name, seed, "", out);
+}
+
+Status synthetic_model(const std::string& name, uint64_t seed, const std::string& mix,
+                       std::shared_ptr<const Model>* out, std::string* types) {
   graph::Settings s;
   graph::Preset p;
   std::unique_ptr<Tokenizer> tok;
@@ -97,7 +153,7 @@ Status Model::synthetic(const std::string& name, uint64_t seed, std::shared_ptr<
     llama(tok->vocab_size(), 64, 2, 4, 2, 172, 256, true);
   } else {
     std::string names;
-    for (const std::string& n : synthetic_names()) names += (names.empty() ? "" : ", ") + n;
+    for (const std::string& n : Model::synthetic_names()) names += (names.empty() ? "" : ", ") + n;
     return invalid_argument("unknown synthetic model '" + name + "' (known: " + names + ")");
   }
   std::deque<std::vector<float>> data;
@@ -114,7 +170,13 @@ Status Model::synthetic(const std::string& name, uint64_t seed, std::shared_ptr<
     v.nbytes = data.back().size() * sizeof(float);
     views.push_back(std::move(v));
   }
-  const std::string label = "synthetic:" + name + " (seeded random weights, seed " + std::to_string(seed) + ")";
+  if (!mix.empty()) {
+    if (!formats::valid_weight_mix(mix))
+      return invalid_argument("--weights '" + mix + "' is not one of " + formats::weight_mixes_help());
+    HW_RETURN_IF_ERROR(quantize_matrices(mix, s.n_layers, &views, &data, types));
+  }
+  const std::string label = "synthetic:" + name + " (seeded random weights, seed " + std::to_string(seed) +
+                            (mix.empty() ? "" : ", " + mix + " weights") + ")";
   p.desc.path = label;
   return ModelBuilder::finish(p.desc, graph::WeightSet::in_memory(std::move(views), std::move(data), label),
                               std::move(tok), label, out);

@@ -38,6 +38,7 @@
 #include "headwise/attention.hpp"
 #include "headwise/model.hpp"
 #include "bench/probe/peak.hpp"
+#include "tools/bench_weights.hpp"
 #include "runtime/splitmix64.hpp"
 #include "tools/args.hpp"
 #include "tools/json_write.hpp"
@@ -60,6 +61,8 @@ void usage(std::FILE* f) {
       "  MODEL             model.json, a folder with model.json, or a llama2.c .bin\n"
       "  --synthetic NAME  a model with seeded random weights: %s\n"
       "  --seed S          weights of --synthetic and the prompt's token ids (default 1)\n"
+      "  --weights TYPE    --synthetic's matrices quantized at load: bf16|f16|q8_0|q4_0|\n"
+      "                    q4_k|q6_k|q4_k_m (types per tensor as `headwise convert`)\n"
       "  --tokenizer FILE  tokenizer.bin for MODEL (not needed: prompts are token ids)\n"
       "  --prompt-len P    prompt tokens, prefilled in one pass (default 128)\n"
       "  --gen-len G       tokens decoded after the prompt (default 32)\n"
@@ -146,7 +149,7 @@ int cmd_bench_model(int argc, char** argv) {
   Args args;
   if (!args.parse(argc, argv, {"json", "no-peak", "by-layer", "progress", "help"},
                   {"synthetic", "seed", "tokenizer", "prompt-len", "gen-len", "batch", "threads",
-                   "warmup", "repeat", "trace", "kv-type"}))
+                   "warmup", "repeat", "trace", "kv-type", "weights"}))
     return usage_error(args.error());
   if (args.has("help")) {
     usage(stdout);
@@ -179,6 +182,7 @@ int cmd_bench_model(int argc, char** argv) {
     }
     if (args.has("tokenizer")) return usage_error("--tokenizer applies to a MODEL path, not --synthetic");
   }
+  if (const std::string e = bench_weights_error(args, synthetic); !e.empty()) return usage_error(e);
   auto in_range = [](const char* name, long long v, long long lo) -> std::string {
     if (v < lo || v > INT_MAX)
       return std::string("--") + name + " must be in " + std::to_string(lo) + ".." +
@@ -208,10 +212,11 @@ int cmd_bench_model(int argc, char** argv) {
   progress.say(true, "loading %s", synthetic ? ("--synthetic " + synth).c_str() : args.positional()[0].c_str());
   const auto t_load = Clock::now();
   std::shared_ptr<const Model> model;
+  std::string weight_types;  // --weights: what the matrices became
   {
     Status s;
     if (synthetic) {
-      s = Model::synthetic(synth, uint64_t(seed), &model);
+      s = load_bench_synthetic(args, synth, uint64_t(seed), &model, &weight_types);
     } else {
       ModelOptions mo;
       mo.tokenizer = args.str("tokenizer");
@@ -346,6 +351,9 @@ int cmd_bench_model(int argc, char** argv) {
   double gemm_flops, gemm_s;
   gemm_work(pre, &gemm_flops, &gemm_s);
   const double gemm_gflops = gemm_s > 0 ? gemm_flops / gemm_s / 1e9 : 0;
+  std::string type_peak_what;  // --weights: the dot-product peak of its arithmetic
+  const double type_peak = with_peak && args.has("weights")
+                               ? bench_weights_peak(args.str("weights"), peak, int(threads), &type_peak_what) : 0;
   // Bytes one decoded token reads (weights + KV cache), at the headline decode rate; its
   // share of the bandwidth is the median over repeats of each repeat's rate against the
   // bandwidth measured right after it.
@@ -374,6 +382,8 @@ int cmd_bench_model(int argc, char** argv) {
   if (json) {
     const JsonFields model_f = {
         {"name", jstr(info.name)}, {"source", jstr(info.source)}, {"synthetic", synthetic ? "true" : "false"},
+        {"weights", jstr(args.has("weights") ? args.str("weights") : "as stored")},
+        {"weight_types", jstr(weight_types)},
         {"vocab_size", std::to_string(info.vocab_size)}, {"d_model", std::to_string(info.d_model)},
         {"n_layers", std::to_string(info.n_layers)}, {"n_heads", std::to_string(info.n_heads)},
         {"n_kv_heads", std::to_string(info.n_kv_heads)}, {"head_dim", std::to_string(info.head_dim)},
@@ -391,7 +401,8 @@ int cmd_bench_model(int argc, char** argv) {
         {"peak_gflops", jnum(lim.fma, lim.fma > 0)}, {"peak_read_gbps", jnum(lim.read, lim.read > 0)},
         {"fma_avx512_1t", jnum(peak.fma_avx512_1t, with_peak)}, {"fma_avx512_nt", jnum(peak.fma_avx512_nt, with_peak)},
         {"fma_avx2_1t", jnum(peak.fma_avx2_1t, with_peak)}, {"fma_avx2_nt", jnum(peak.fma_avx2_nt, with_peak)},
-        {"read_1t_gbps", jnum(peak.read_1t, with_peak)}, {"read_nt_gbps", jnum(peak.read_nt, with_peak)}};
+        {"read_1t_gbps", jnum(peak.read_1t, with_peak)}, {"read_nt_gbps", jnum(peak.read_nt, with_peak)},
+        {"dot_bf16_nt_gflops", jnum(peak.dot_bf16_nt, with_peak)}, {"dot_int8_nt_gops", jnum(peak.dot_int8_nt, with_peak)}};
     auto outside_f = [&](const Phase& p) {
       return jobj({{"ms", jnum(outside(p) * 1e3)},
                    {"share_pct", jnum(p.wall_s > 0 ? 100 * outside(p) / p.wall_s : 0)}});
@@ -402,6 +413,8 @@ int cmd_bench_model(int argc, char** argv) {
         {"profiled_steps", std::to_string(pre.steps)}, {"profiled_wall_ms", jnum(pre.wall_s * 1e3)},
         {"gemm", jobj({{"flops", jnum(gemm_flops)}, {"ms", jnum(gemm_s * 1e3)}, {"gflops", jnum(gemm_gflops)},
                        {"pct_peak", jnum(lim.fma > 0 ? 100 * gemm_gflops / lim.fma : 0, lim.fma > 0)}})},
+        {"gemm_type_peak", jnum(type_peak, type_peak > 0)},
+        {"gemm_pct_type_peak", jnum(type_peak > 0 ? 100 * gemm_gflops / type_peak : 0, type_peak > 0)},
         {"outside_ops", outside_f(pre)}, {"ops", phase_json(pre, by_layer, false, lim)}};
     const JsonFields decode_f = {
         {"tokens_per_s", jstats(dec_tps)}, {"ms_per_token", jstats(stats(decode_ms))},
@@ -434,6 +447,7 @@ int cmd_bench_model(int argc, char** argv) {
               info.vocab_size, info.max_seq_len);
   std::printf("          weights %.1f MiB, KV cache (%s) %.1f KiB per token; loaded in %.2f s\n",
               info.weight_bytes / MiB, kv_type_name(kv_type), kv_bytes_per_token / 1024.0, load_s);
+  if (!weight_types.empty()) std::printf("weights   --weights %s: matrices %s\n", args.str("weights").c_str(), weight_types.c_str());
   std::printf("run       prompt %lld random token ids (seed %lld) in one pass, then %lld tokens decoded one at a\n"
               "          time (argmax fed back); kernels %s, %lld threads; %lld repeats after %lld warmup\n",
               P, seed, G, isa.c_str(), threads, repeat, warmup);
@@ -444,6 +458,9 @@ int cmd_bench_model(int argc, char** argv) {
   if (lim.fma > 0)
     std::printf("          prefill GEMMs %.1f GFLOP/s = %.1f%% of %.0f GFLOP/s (%s FMA peak, %lld threads)\n",
                 gemm_gflops, 100 * gemm_gflops / lim.fma, lim.fma, isa == "scalar" ? "avx2" : isa.c_str(), threads);
+  if (type_peak > 0)
+    std::printf("          = %.1f%% of %.0f G(FL)OP/s (%s peak: the arithmetic of --weights %s)\n",
+                100 * gemm_gflops / type_peak, type_peak, type_peak_what.c_str(), args.str("weights").c_str());
   if (!pct_bw_runs.empty())
     std::printf("          decode reads %.1f MiB per token (weights + KV) = %.1f GB/s = %.1f%% of the read\n"
                 "          bandwidth measured after each repeat (median; %.1f-%.1f%%; bandwidth %.1f-%.1f GB/s)\n",

@@ -16,18 +16,28 @@ namespace {
 
 // Σ of groups of 4 u8·s8 products per 32-bit lane. vpmaddubsw saturates its 16-bit
 // pair sums: every caller keeps u ≤ 128 and |s| ≤ 127 (2·128·127 < 2¹⁵).
+// kTileW: weight rows per prefill register tile (tile_x86.hpp): 16 ymm registers hold
+// 2 × 4 accumulators and their operands, 32 (AVX-512VL) hold 4 × 4.
 struct MaddAvx2 {
   static constexpr bool kWideU8 = false;  // u8 operands must stay ≤ 128
+  static constexpr int kTileW = 2;
+  static constexpr bool kZmm = false;
   static inline __m256i dot(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
   }
+  static inline __m256i dot_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_add_epi32(acc, dot(u, s)); }
 };
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 struct DpbusdVnni {
   static constexpr bool kWideU8 = true;  // no 16-bit intermediate: any u8 operand
+  static constexpr int kTileW = 4;
+  // Prefill tiles take two 32-element sub-blocks per zmm instruction (tile_x86.hpp):
+  // at the 256-bit rate that is the same arithmetic in half the instructions.
+  static constexpr bool kZmm = true;
   static inline __m256i dot(__m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
   }
+  static inline __m256i dot_acc(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
 };
 #endif
 

@@ -3,7 +3,7 @@
 // run(): inputs prepared once per row into scratch (bf16 or int8 blocks, in parallel
 // over rows), then each thread multiplies a contiguous run of output rows of W by all
 // inputs (one weight row for one input in decode; register tiles of 2 weight rows × 4
-// inputs in prefill, tile_x86.hpp), then adds the bias.
+// inputs (AVX2) or 4 × 4 on zmm pairs of sub-blocks (AVX-512 VNNI) in prefill, tile_x86.hpp), then adds the bias.
 #pragma once
 
 #include <omp.h>
@@ -32,16 +32,17 @@ struct QuantLinear {
                   int64_t ldy, int rows, int threads, void* scratch) {
     auto* xa = static_cast<uint8_t*>(scratch);
     const size_t ab = act_bytes(w.K);
-    // Output rows per thread in pairs (the prefill tile's weight rows).
-    const int64_t pairs = (int64_t(w.N) + 1) / 2;
-    const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(pairs, rows))));
+    // Output rows per thread in groups of 4 (the widest prefill tile's weight rows).
+    constexpr int64_t G = 4;
+    const int64_t groups = (int64_t(w.N) + G - 1) / G;
+    const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(groups, rows))));
 #pragma omp parallel num_threads(nt)
     {
       const int t = omp_get_thread_num(), n = omp_get_num_threads();
 #pragma omp for schedule(static)
       for (int r = 0; r < rows; ++r) prepare_activations(info().act, x + r * ldx, xa + r * ab, w.K);
-      const int64_t n0 = std::min<int64_t>(w.N, 2 * (pairs * t / n));
-      const int64_t n1 = std::min<int64_t>(w.N, 2 * (pairs * (t + 1) / n));
+      const int64_t n0 = std::min<int64_t>(w.N, G * (groups * t / n));
+      const int64_t n1 = std::min<int64_t>(w.N, G * (groups * (t + 1) / n));
       if (n0 < n1) {
         Fn(w.data, size_t(w.row_bytes), n0, n1, xa, ab, rows, w.K, y, ldy);
         if (bias)

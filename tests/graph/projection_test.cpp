@@ -9,6 +9,8 @@
 
 #include "graph/projection.hpp"
 #include "kernels/dispatch.hpp"
+#include "kernels/quant/blocks.hpp"
+#include "kernels/quant/quant.hpp"
 
 namespace headwise::graph {
 namespace {
@@ -109,6 +111,63 @@ TEST(Projection, NeverTheReferenceMatmul) {
       EXPECT_EQ(impl.find("ref"), std::string::npos) << K << "x" << N << " M " << M << ": " << impl;
     }
   }
+}
+
+// BF16 weights ([N][K] as stored): oneDNN's bf16 matmul on the copy packed at plan time
+// for row classes (AVX512-BF16 CPUs), the registry kernel below them, against a float64
+// reference of the bf16 weights times the inputs rounded to bf16 as both paths round
+// them. Products of two bf16 are exact in fp32, so only the fp32 sums differ: the bound
+// is the f32 test's, 1e-6·Σ|terms|·√K.
+void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa) {
+  namespace q = kernels::quant;
+  std::mt19937 g(M * 17 + K * 3 + N);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<uint16_t> w(size_t(K) * N);
+  std::vector<float> b(N);
+  for (uint16_t& v : w) v = q::f32_to_bf16(u(g));
+  for (float& v : b) v = u(g);
+  std::unique_ptr<Projection> pl;
+  Status s = Projection::create_typed(kernels::WeightType::bf16, w.data(), K, N, bias ? b.data() : nullptr, isa, &pl);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const bool onednn = isa == Isa::avx512 && q::cpu_has_avx512_vnni_bf16();
+  if (M >= Projection::kMinClassRows)
+    EXPECT_EQ(pl->implementation(M).find("oneDNN") != std::string::npos, onednn) << pl->implementation(M);
+  EXPECT_EQ(pl->implementation(M).find("ref"), std::string::npos) << pl->implementation(M);
+  const int64_t ldx = K + (strided ? 5 : 0), ldy = N + (strided ? 3 : 0);
+  std::vector<float> x(size_t(M) * ldx), y(size_t(M) * ldy, NAN);
+  for (float& v : x) v = u(g);
+  struct alignas(64) Line {
+    char b[64];
+  };
+  std::vector<Line> scratch(pl->scratch_bytes(M) / 64 + 1);
+  for (int threads : {1, 2}) {
+    std::fill(y.begin(), y.end(), NAN);
+    s = pl->run(x.data(), ldx, y.data(), ldy, M, threads, scratch.data());
+    ASSERT_TRUE(s.ok()) << s.message();
+    double worst = 0;
+    for (int r = 0; r < M; ++r) {
+      for (int n = 0; n < N; ++n) {
+        double ref = bias ? b[n] : 0.0, mag = std::fabs(ref);
+        for (int k = 0; k < K; ++k) {
+          const double p = double(q::bf16_to_f32(q::f32_to_bf16(x[r * ldx + k]))) * q::bf16_to_f32(w[size_t(n) * K + k]);
+          ref += p;
+          mag += std::fabs(p);
+        }
+        const double err = std::fabs(y[r * ldy + n] - ref) / (mag * std::sqrt(double(K)) * 1e-6 + 1e-30);
+        worst = std::max(worst, std::isnan(y[r * ldy + n]) ? INFINITY : err);
+      }
+      for (int64_t n = N; n < ldy; ++n) ASSERT_TRUE(std::isnan(y[r * ldy + n])) << "wrote past N";
+    }
+    EXPECT_LE(worst, 1.0) << "bf16 M " << M << " K " << K << " N " << N << " isa " << kernels::isa_name(isa)
+                          << " threads " << threads << " impl " << pl->implementation(M);
+  }
+}
+
+TEST(Projection, Bf16WeightsMatchReferenceAroundTheClassEdges) {
+  for (Isa isa : usable_isas())
+    for (int M : {1, 15, 16, 17, 33, 100, Projection::kMaxBf16ClassRows + 37})
+      for (auto [K, N] : {std::pair{64, 17}, {200, 130}})
+        for (bool strided : {false, true}) check_bf16(M, K, N, /*bias=*/M % 2 == 1, strided, isa);
 }
 
 }  // namespace

@@ -23,7 +23,8 @@ void check_quant_linear_kernel(const LinearKernel& lk) {
   ASSERT_EQ(ti.block, weight_block_elems(lk.type)) << lk.symbol;
   ASSERT_EQ(ti.block_bytes, weight_block_bytes(lk.type)) << lk.symbol;
   const int b = ti.block;
-  for (auto [K, N] : {std::pair{b == 1 ? 16 : b, 17}, {b == 1 ? 100 : 3 * b, 130}}) {
+  // N = 17, 130, 131: every width of the last weight-row group of the 4-row tiles
+  for (auto [K, N] : {std::pair{b == 1 ? 16 : b, 17}, {b == 1 ? 100 : 3 * b, 130}, {b == 1 ? 64 : 2 * b, 131}}) {
     std::mt19937 g(K * 31 + N);
     std::uniform_real_distribution<float> u(-1, 1);
     std::vector<float> w(size_t(K) * N), bias(N);

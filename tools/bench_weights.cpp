@@ -1,0 +1,49 @@
+#include "tools/bench_weights.hpp"
+
+#include <cctype>
+
+#include "formats/quantize_gguf.hpp"
+#include "runtime/synthetic.hpp"
+
+namespace headwise::tools {
+
+namespace {
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+}  // namespace
+
+std::string bench_weights_error(const Args& args, bool synthetic) {
+  if (!args.has("weights")) return "";
+  const std::string mix = args.str("weights");
+  if (!synthetic)
+    return "--weights applies to --synthetic NAME (a MODEL file keeps the types it was written with; "
+           "`headwise convert --weights` makes another)";
+  if (!formats::valid_weight_mix(mix))
+    return "--weights '" + mix + "' is not one of " + formats::weight_mixes_help();
+  return "";
+}
+
+Status load_bench_synthetic(const Args& args, const std::string& name, uint64_t seed,
+                            std::shared_ptr<const Model>* out, std::string* types) {
+  types->clear();
+  return synthetic_model(name, seed, args.has("weights") ? lower(args.str("weights")) : "", out, types);
+}
+
+double bench_weights_peak(const std::string& mix_in, const MachinePeak& peak, int threads, std::string* what) {
+  const std::string mix = lower(mix_in);
+  const bool one = threads <= 1;
+  if (mix == "bf16") {
+    *what = "bf16 dot";
+    return one ? peak.dot_bf16_1t : peak.dot_bf16_nt;
+  }
+  if (mix == "q8_0" || mix == "q4_0" || mix == "q4_k" || mix == "q6_k" || mix == "q4_k_m") {
+    *what = "int8 dot";
+    return one ? peak.dot_int8_1t : peak.dot_int8_nt;
+  }
+  what->clear();
+  return 0;
+}
+
+}  // namespace headwise::tools

@@ -1,0 +1,31 @@
+// `headwise bench --synthetic NAME --weights TYPE`: the synthetic model with its weight
+// matrices quantized at load (runtime/synthetic.hpp: formats/quantize_gguf's choice of
+// type per tensor, the catalogue's quantizers), and the peak of the arithmetic those
+// weights' prefill runs on, so the prefill GEMMs are reported against it too.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "bench/probe/peak.hpp"
+#include "headwise/model.hpp"
+#include "tools/args.hpp"
+
+namespace headwise::tools {
+
+// "" when --weights is absent or valid for this command line, else the usage error
+// (it names --weights).
+std::string bench_weights_error(const Args& args, bool synthetic);
+
+// Model::synthetic with --weights applied (args.str("weights"); absent: f32). `types`
+// gets what the matrices became ("q4_0 ×84, q6_k ×1"), "" for f32.
+Status load_bench_synthetic(const Args& args, const std::string& name, uint64_t seed,
+                            std::shared_ptr<const Model>* out, std::string* types);
+
+// The dot-product peak the --weights mix's prefill multiplies with, for `threads`
+// threads: bf16 → vdpbf16ps GFLOP/s (oneDNN's bf16 matmul), q8_0/q4_0/q4_k/q6_k/q4_k_m →
+// vpdpbusd GOP/s (int8 tiles), f16 → 0 (its kernel converts to fp32: the FMA peak
+// applies). `what` gets its name ("bf16 dot" / "int8 dot"). 0 when unknown or unmeasured.
+double bench_weights_peak(const std::string& mix, const MachinePeak& peak, int threads, std::string* what);
+
+}  // namespace headwise::tools
