@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench and llama-quantize from the source node-llama-cpp 3.21.1
-# ships (node_modules/node-llama-cpp/llama/gitRelease.bundle), for the comparison in
-# bench/compare_llama_cpp.py. Nothing of llama.cpp enters the project: it is cloned and
+# Builds llama.cpp's llama-bench, llama-quantize and llama-server from the source
+# node-llama-cpp 3.21.1 ships (node_modules/node-llama-cpp/llama/gitRelease.bundle), for the
+# comparisons in bench/compare_llama_cpp.py (bench, quantize) and the serve comparison
+# (server; plain HTTP only: no OpenSSL, no curl, no prebuilt web UI download). Nothing of llama.cpp enters the project: it is cloned and
 # built in a temporary folder (default /tmp/headwise-llama-cpp, or $1), CPU only,
 # Release, -march=native, -j2 (the machine is shared), under nice.
-# Prints the folder holding the two binaries on the last line.
+# Prints the folder holding the three binaries on the last line.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bundle="$here/tests/node/node_modules/node-llama-cpp/llama/gitRelease.bundle"
@@ -20,7 +21,8 @@ if [[ ! -d "$dest/src/.git" ]]; then
 fi
 cmake -S "$dest/src" -B "$dest/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
   -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_OPENMP=ON -DLLAMA_CURL=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
   -DLLAMA_BUILD_TOOLS=ON -DBUILD_SHARED_LIBS=OFF >"$dest/configure.log"
-nice -n 19 cmake --build "$dest/build" -j2 --target llama-bench llama-quantize >"$dest/build.log"
+nice -n 19 cmake --build "$dest/build" -j2 --target llama-bench llama-quantize llama-server >"$dest/build.log"
 echo "$dest/build/bin"

@@ -30,6 +30,8 @@ std::string Plan::describe(int rows, int threads) const {
     << nt << " thread(s) per step (threads " << threads << "), steps of up to " << rows
     << " row(s), row classes " << Projection::kMinClassRows << ".." << Projection::kMaxClassRows
     << " (powers of two) for oneDNN\n";
+  o << "  element-wise table " << elementwise->name << ", KV-cache converters " << kv_convert->name
+    << "\n";
   o << "  attention kernel " << attn->name << " (q_tile " << attn->q_tile << ", kv_tile "
     << attn->kv_tile << "), decode path when q_len·4 <= q_tile; 16-bit KV caches: "
     << attn_kv[1]->name << ", " << attn_kv[2]->name << "\n";
@@ -94,6 +96,8 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
   auto plan = std::make_unique<Plan>();
   plan->graph = std::move(graph);
   plan->isa = kernels::active_isa();
+  plan->elementwise = &kernels::elementwise_kernel(plan->isa);
+  plan->kv_convert = &kernels::kv_convert(plan->isa);
   for (KvType t : {KvType::f32, KvType::f16, KvType::bf16})
     plan->attn_kv[static_cast<int>(t)] = &kernels::attn_kernel(plan->isa, t);
   plan->attn = plan->attn_kv[static_cast<int>(KvType::f32)];

@@ -1,9 +1,15 @@
 // The executable plan: a checked graph plus every decision derived from it once, at
 // load, so that running a step is a plain loop over the nodes:
-//   - the ISA (detected once, capped by HEADWISE_ISA; an unusable value fails the load),
+//   - the ISA: kernels::active_isa() when the plan is built (detected once, capped by
+//     HEADWISE_ISA or set_isa_override; an unusable HEADWISE_ISA fails the build). Every
+//     kernel below is selected from its op's list for this ISA, here and only here
+//     (kernels/registry.hpp); the executor calls through these pointers, so a later
+//     change of the override affects plans built afterwards, never a running one,
 //   - per linear/logits node: its Projections (weights packed, the registry kernel for
 //     few rows, oneDNN primitives for a fixed set of row classes),
-//   - the attention kernel and its tiles (kernels/attention/attention.inc),
+//   - the element-wise table (elementwise.inc) and the KV-cache converters
+//     (kv_convert.inc),
+//   - the attention kernels and their tiles (kernels/attention/attention.inc),
 //   - RoPE tables, the activation memory plan (graph.arena_cols), KV-cache geometry,
 //   - the thread policy (below).
 // Immutable after creation and shared by every session of the model.
@@ -22,13 +28,17 @@
 #include "graph/graph.hpp"
 #include "graph/projection.hpp"
 #include "kernels/attention/attention.hpp"
+#include "kernels/convert/kv_convert.hpp"
 #include "kernels/dispatch.hpp"
+#include "kernels/elementwise/elementwise.hpp"
 
 namespace headwise::graph {
 
 struct Plan {
   Graph graph;
   kernels::Isa isa = kernels::Isa::scalar;
+  const kernels::ElemKernels* elementwise = nullptr;  // norms, activations, adds, RoPE
+  const kernels::KvConvert* kv_convert = nullptr;     // rows into / out of a 16-bit cache
   const kernels::AttnKernel* attn = nullptr;  // the attention kernel of `isa` (f32 K/V)
   // The attention kernels of `isa` for each KV-cache element type, indexed by KvType (a
   // session's cache type picks one; attn is attn_kv[f32]).
@@ -58,8 +68,8 @@ struct Plan {
 // Resolves a thread count by the plan's thread policy (see above).
 int resolve_threads(int threads);
 
-// Builds the plan on the active ISA (kernels::active_isa()). Fails when HEADWISE_ISA
-// cannot be honoured, naming the value and what the CPU supports.
+// Builds the plan on the active ISA (kernels::active_isa(), read once here). Fails when
+// HEADWISE_ISA cannot be honoured, naming the value and what the CPU supports.
 Status build_plan(Graph graph, std::unique_ptr<Plan>* out);
 
 }  // namespace headwise::graph

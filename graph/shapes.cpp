@@ -1,5 +1,7 @@
 #include "graph/shapes.hpp"
 
+#include "kernels/attention/attention.hpp"
+
 namespace headwise::graph {
 namespace {
 
@@ -105,9 +107,9 @@ Status infer_widths(const Graph& g, const std::string& path, Node* n, std::vecto
       return Status::Ok();
     case OpKind::attention: {
       // (descriptions are checked when parsed; llama2.c checkpoints and presets reach here directly)
-      if (s.head_dim < 1 || s.head_dim > 256)
-        return fail("head_dim " + std::to_string(s.head_dim) +
-                    " is outside 1..256, a limit of this build (its attention kernels)");
+      if (s.head_dim < 1 || s.head_dim > kernels::kMaxHeadDim)
+        return fail("head_dim " + std::to_string(s.head_dim) + " is outside 1.." +
+                    std::to_string(kernels::kMaxHeadDim) + ", a limit of this build (its attention kernels)");
       n->heads = s.n_heads;
       n->kv_heads = s.n_kv_heads;
       n->head_dim = s.head_dim;

@@ -2,8 +2,10 @@
 //
 // ISAs form a lattice, scalar < avx2 < avx512. The best one this CPU has is
 // detected once; the environment variable HEADWISE_ISA=avx512|avx2|scalar caps it
-// (like oneDNN's ONEDNN_MAX_CPU_ISA). Kernels never query the CPU themselves: the
-// dispatch tables ask active_isa() and call the matching translation unit.
+// (like oneDNN's ONEDNN_MAX_CPU_ISA). Kernels never query the CPU themselves: a plan
+// asks active_isa() once, when it is built, and selects each op's kernels from the op's
+// list for that ISA (kernels/registry.hpp); only the public per-call functions
+// (headwise::attention()) ask at each call.
 #pragma once
 
 #include <string>
@@ -30,8 +32,9 @@ bool parse_isa(const std::string& text, Isa* out);
 // An ISA the CPU lacks, or an unknown name, is an error the public API reports.
 const std::string& isa_env_error();
 
-// Programmatic cap for tests and tools (takes precedence over the environment).
-// Returns false (and changes nothing) when the CPU lacks `isa`.
+// Programmatic cap for tests and tools (takes precedence over the environment). It
+// applies to plans built afterwards and to per-call functions, never to a plan already
+// built. Returns false (and changes nothing) when the CPU lacks `isa`.
 bool set_isa_override(Isa isa);
 void clear_isa_override();
 

@@ -1,5 +1,6 @@
-// The public attention entry points: validate, pick the kernel of the active ISA, give
-// it workspace, run. Kernels themselves never allocate or report errors.
+// The public attention entry points: validate, pick the kernel of the active ISA from
+// the list (kernels/registry.hpp; per call, as there is no plan here), give it
+// workspace, run. Kernels themselves never allocate or report errors.
 #include <climits>
 #include <cmath>
 #include <cstdlib>

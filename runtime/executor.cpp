@@ -29,7 +29,12 @@ struct View {
 class Run {
  public:
   Run(const graph::Plan& plan, const Step& s)
-      : plan_(plan), g_(plan.graph), s_(s), threads_(graph::resolve_threads(s.threads)) {}
+      : plan_(plan),
+        g_(plan.graph),
+        s_(s),
+        ew_(*plan.elementwise),
+        kv_(*plan.kv_convert),
+        threads_(graph::resolve_threads(s.threads)) {}
 
   // Where a value lives in this step. A value bound to a KV-cache slot lives in the
   // session's fp32 cache (at this step's positions) when the step has one sequence; with
@@ -61,12 +66,12 @@ class Run {
         const int C = g_.values[n.out[0]].cols;
         for (int r = 0; r < M; ++r) {
           const float* w = n.w + size_t(s_.pos[r]) * n.w_cols;
-          kernels::add({x.p + r * x.stride, 0}, {w, 0}, {y.p + r * y.stride, 0}, 1, C, 1);
+          kernels::add(ew_, {x.p + r * x.stride, 0}, {w, 0}, {y.p + r * y.stride, 0}, 1, C, 1);
         }
         return Status::Ok();
       }
       case OpKind::rmsnorm:
-        kernels::rmsnorm(at(n.in[0]).in(), n.w, n.eps, at(n.out[0]).out(), M,
+        kernels::rmsnorm(ew_, at(n.in[0]).in(), n.w, n.eps, at(n.out[0]).out(), M,
                          g_.values[n.out[0]].cols, th);
         return Status::Ok();
       case OpKind::head_rmsnorm: {
@@ -74,15 +79,15 @@ class Run {
         const View x = at(n.in[0]), y = at(n.out[0]);
         const int C = g_.values[n.out[0]].cols;
         if (x.stride == C && y.stride == C)
-          kernels::rmsnorm({x.p, n.head_dim}, n.w, n.eps, {y.p, n.head_dim}, M * n.heads, n.head_dim, th);
+          kernels::rmsnorm(ew_, {x.p, n.head_dim}, n.w, n.eps, {y.p, n.head_dim}, M * n.heads, n.head_dim, th);
         else
           for (int r = 0; r < M; ++r)
-            kernels::rmsnorm({x.p + r * x.stride, n.head_dim}, n.w, n.eps, {y.p + r * y.stride, n.head_dim},
+            kernels::rmsnorm(ew_, {x.p + r * x.stride, n.head_dim}, n.w, n.eps, {y.p + r * y.stride, n.head_dim},
                              n.heads, n.head_dim, th);
         return Status::Ok();
       }
       case OpKind::layernorm:
-        kernels::layernorm(at(n.in[0]).in(), n.w, n.b, n.eps, at(n.out[0]).out(), M,
+        kernels::layernorm(ew_, at(n.in[0]).in(), n.w, n.b, n.eps, at(n.out[0]).out(), M,
                            g_.values[n.out[0]].cols, th);
         return Status::Ok();
       case OpKind::linear: {
@@ -96,18 +101,18 @@ class Run {
       case OpKind::rope: {
         const View x = at(n.in[0]), y = at(n.out[0]);
         if (x.p != y.p) copy_rows(x, y, g_.values[n.out[0]].cols);
-        kernels::rope(y.out(), M, n.heads, n.head_dim, s_.pos, plan_.rope_cos.data(),
+        kernels::rope(ew_, y.out(), M, n.heads, n.head_dim, s_.pos, plan_.rope_cos.data(),
                       plan_.rope_sin.data(), g_.settings.rope_style, th);
         return Status::Ok();
       }
       case OpKind::attention:
         return attention(n);
       case OpKind::add:
-        kernels::add(at(n.in[0]).in(), at(n.in[1]).in(), at(n.out[0]).out(), M,
+        kernels::add(ew_, at(n.in[0]).in(), at(n.in[1]).in(), at(n.out[0]).out(), M,
                      g_.values[n.out[0]].cols, th);
         return Status::Ok();
       case OpKind::mul:
-        kernels::mul(at(n.in[0]).in(), at(n.in[1]).in(), at(n.out[0]).out(), M,
+        kernels::mul(ew_, at(n.in[0]).in(), at(n.in[1]).in(), at(n.out[0]).out(), M,
                      g_.values[n.out[0]].cols, th);
         return Status::Ok();
       case OpKind::silu:
@@ -115,13 +120,13 @@ class Run {
         const View x = at(n.in[0]), y = at(n.out[0]);
         const int C = g_.values[n.out[0]].cols;
         if (x.p != y.p) copy_rows(x, y, C);
-        if (n.op == OpKind::silu) kernels::silu(y.out(), M, C, th);
-        else if (n.gelu_tanh) kernels::gelu_tanh(y.out(), M, C, th);
-        else kernels::gelu_erf(y.out(), M, C, th);
+        if (n.op == OpKind::silu) kernels::silu(ew_, y.out(), M, C, th);
+        else if (n.gelu_tanh) kernels::gelu_tanh(ew_, y.out(), M, C, th);
+        else kernels::gelu_erf(ew_, y.out(), M, C, th);
         return Status::Ok();
       }
       case OpKind::swiglu:
-        kernels::swiglu(at(n.in[0]).in(), at(n.in[1]).in(), at(n.out[0]).out(), M,
+        kernels::swiglu(ew_, at(n.in[0]).in(), at(n.in[1]).in(), at(n.out[0]).out(), M,
                         g_.values[n.out[0]].cols, th);
         return Status::Ok();
       case OpKind::logits: {
@@ -228,8 +233,8 @@ class Run {
       // Batched step or 16-bit cache: this sequence's new K/V rows go from the arena to
       // its cache (copied, or rounded to nearest even).
       for (int r = 0; r < sq.rows; ++r) {
-        kernels::store_kv(kt, k.p + (sq.row0 + r) * k.stride, kc + (sq.pos0 + r) * row_bytes, kvw);
-        kernels::store_kv(kt, v.p + (sq.row0 + r) * v.stride, vc + (sq.pos0 + r) * row_bytes, kvw);
+        kernels::store_kv(kv_, kt, k.p + (sq.row0 + r) * k.stride, kc + (sq.pos0 + r) * row_bytes, kvw);
+        kernels::store_kv(kv_, kt, v.p + (sq.row0 + r) * v.stride, vc + (sq.pos0 + r) * row_bytes, kvw);
       }
     }
     // The graph checked the shapes when it was built; the plan chose the kernel.
@@ -273,8 +278,8 @@ class Run {
         const size_t nel = size_t(p.kv_len) * kvw;
         kw.resize(nel);
         vw.resize(nel);
-        kernels::load_kv(kt, kc, kw.data(), int64_t(nel));
-        kernels::load_kv(kt, vc, vw.data(), int64_t(nel));
+        kernels::load_kv(kv_, kt, kc, kw.data(), int64_t(nel));
+        kernels::load_kv(kv_, kt, vc, vw.data(), int64_t(nel));
         tap.k = kw.data();
         tap.v = vw.data();
       }
@@ -317,6 +322,8 @@ class Run {
   const graph::Plan& plan_;
   const graph::Graph& g_;
   const Step& s_;
+  const kernels::ElemKernels& ew_;  // the plan's tables (chosen at build)
+  const kernels::KvConvert& kv_;
   const int threads_;  // resolved once for the step
 };
 

@@ -1,6 +1,6 @@
-// The parts of `headwise bench MODEL` (tools/cmd_bench_model.cpp) that are not the
-// command itself: statistics, progress on stderr, the timed and profiled runs, and the
-// per-op tables (text and JSON).
+// The building blocks of `headwise bench MODEL` (its steps: tools/bench_model.hpp):
+// statistics, progress on stderr, one timed and one profiled run, and the per-op tables
+// (text and JSON).
 #pragma once
 
 #include <algorithm>

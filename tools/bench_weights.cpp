@@ -25,10 +25,10 @@ std::string bench_weights_error(const Args& args, bool synthetic) {
   return "";
 }
 
-Status load_bench_synthetic(const Args& args, const std::string& name, uint64_t seed,
+Status load_bench_synthetic(const std::string& mix, const std::string& name, uint64_t seed,
                             std::shared_ptr<const Model>* out, std::string* types) {
   types->clear();
-  return synthetic_model(name, seed, args.has("weights") ? lower(args.str("weights")) : "", out, types);
+  return synthetic_model(name, seed, lower(mix), out, types);
 }
 
 double bench_weights_peak(const std::string& mix_in, const MachinePeak& peak, int threads, std::string* what) {

@@ -17,9 +17,9 @@ namespace headwise::tools {
 // (it names --weights).
 std::string bench_weights_error(const Args& args, bool synthetic);
 
-// Model::synthetic with --weights applied (args.str("weights"); absent: f32). `types`
-// gets what the matrices became ("q4_0 ×84, q6_k ×1"), "" for f32.
-Status load_bench_synthetic(const Args& args, const std::string& name, uint64_t seed,
+// Model::synthetic with --weights applied (`mix`: its value; empty: f32). `types` gets
+// what the matrices became ("q4_0 ×84, q6_k ×1"), "" for f32.
+Status load_bench_synthetic(const std::string& mix, const std::string& name, uint64_t seed,
                             std::shared_ptr<const Model>* out, std::string* types);
 
 // The dot-product peak the --weights mix's prefill multiplies with, for `threads`

@@ -112,8 +112,9 @@ int cmd_bench_attention(int argc, char** argv) {
   if (heads % kv_heads != 0)
     return usage_error("--heads (" + std::to_string(heads) + ") must be a multiple of --kv-heads (" +
                        std::to_string(kv_heads) + ")");
-  if (head_dim > 256)
-    return usage_error("--head-dim must be in 1..256, got " + std::to_string(head_dim));
+  if (head_dim > kernels::kMaxHeadDim)
+    return usage_error("--head-dim must be in 1.." + std::to_string(kernels::kMaxHeadDim) + ", got " +
+                       std::to_string(head_dim));
 
   if (args.has("isa")) {
     kernels::Isa isa;
@@ -165,7 +166,9 @@ int cmd_bench_attention(int argc, char** argv) {
   AttnKvInput vi = packed_input(v.get(), a.kv_len, a.kv_heads, a.head_dim);
   if (kv_type != KvType::f32) {
     // The random K and V rounded into 16-bit elements in place: each buffer's first half
-    // (the fp32 values are read before their bytes are overwritten, front to back).
+    // (the fp32 values are read before their bytes are overwritten, front to back), with
+    // the converters of the ISA attention() will run on.
+    const kernels::KvConvert& conv = kernels::kv_convert(kernels::active_isa());
     for (float* t : {k.get(), v.get()}) {
       uint16_t* h = reinterpret_cast<uint16_t*>(t);
       constexpr size_t kBlock = 4096;
@@ -173,7 +176,7 @@ int cmd_bench_attention(int argc, char** argv) {
       for (size_t i = 0; i < size_t(kv_floats); i += kBlock) {
         const size_t nb = std::min(kBlock, size_t(kv_floats) - i);
         std::copy(t + i, t + i + nb, tmp.begin());
-        kernels::store_kv(kv_type, tmp.data(), h + i, int64_t(nb));
+        kernels::store_kv(conv, kv_type, tmp.data(), h + i, int64_t(nb));
       }
     }
   }

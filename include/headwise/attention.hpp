@@ -68,9 +68,10 @@ struct AttentionParams {
   KvType kv_type = KvType::f32;
 };
 
-// The fused kernel of the active ISA (see isa_name()). Errors: null pointers,
-// non-positive sizes, q_heads % kv_heads != 0, head_dim outside 1..256, q_len > kv_len
-// with causal, a kv_valid entry outside 0..kv_len, an unusable HEADWISE_ISA.
+// The fused kernel of the active ISA (see isa_name()), chosen at each call. Errors:
+// null pointers, non-positive sizes, q_heads % kv_heads != 0, head_dim outside 1..256,
+// q_len > kv_len with causal, a kv_valid entry outside 0..kv_len, an unusable
+// HEADWISE_ISA.
 Status attention(const AttentionParams& params, AttnInput q, AttnKvInput k, AttnKvInput v,
                  AttnOutput out);
 
@@ -81,7 +82,9 @@ Status attention(const AttentionParams& params, AttnInput q, AttnKvInput k, Attn
 Status attention_reference(const AttentionParams& params, AttnInput q, AttnKvInput k,
                            AttnKvInput v, AttnOutput out);
 
-// The ISA the kernels run on now: "avx512", "avx2" or "scalar".
+// The ISA attention() and models loaded from now on run on: "avx512", "avx2" or
+// "scalar" (the best this CPU has, capped by HEADWISE_ISA). A loaded model keeps the ISA
+// its plan was built with.
 const char* isa_name();
 
 }  // namespace headwise

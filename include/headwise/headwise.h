@@ -66,7 +66,8 @@ typedef enum hw_status {
  * succeeded). */
 const char* hw_last_error(void);
 
-/* The ISA the kernels use: "avx512", "avx2" or "scalar" (HEADWISE_ISA caps it). */
+/* The ISA hw_attention_f32 and models loaded from now on use: "avx512", "avx2" or
+ * "scalar" (HEADWISE_ISA caps it). A loaded model keeps the ISA it was loaded with. */
 const char* hw_isa(void);
 
 /* ---- models ---------------------------------------------------------------------------

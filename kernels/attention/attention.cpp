@@ -1,5 +1,5 @@
-// Attention dispatch and threading: picks the kernel for the active ISA, splits the
-// work over OpenMP threads, and merges split-KV partial states. ISA-agnostic.
+// The attention kernel list (attention.inc) and the threading around a kernel: splits the
+// work over OpenMP threads and merges split-KV partial states. ISA-agnostic.
 #include <omp.h>
 
 #include <algorithm>
@@ -34,15 +34,13 @@ constexpr int kMinChunkKeys = 64;
 constexpr int kMaxChunks = 64;
 }  // namespace
 
+KernelList<AttnKernel> attn_kernels() { return kernel_list(kTable); }
+
 const AttnKernel& attn_kernel(Isa isa, KvType kv_type) {
-  const AttnKernel* fallback = nullptr;  // the last (scalar) kernel of this type
-  for (const AttnKernel& k : kTable) {
-    if (k.kv_type != kv_type) continue;
-    if (k.isa == isa) return k;
-    fallback = &k;
-  }
-  assert(fallback);
-  return *fallback;
+  const AttnKernel* k =
+      select(attn_kernels(), isa, [kv_type](const AttnKernel& e) { return e.kv_type == kv_type; });
+  assert(k);  // attention.inc has a scalar line for every KvType
+  return k ? *k : kTable[sizeof(kTable) / sizeof(kTable[0]) - 1];
 }
 
 AttnPlan plan_attention(const AttnKernel& k, const AttnProblem& p, int threads,

@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include "headwise/kv_type.hpp"
-#include "kernels/dispatch.hpp"
+#include "kernels/registry.hpp"
 
 namespace headwise::kernels {
 
@@ -105,8 +105,9 @@ struct AttnKernel {
   int kv_tile;  // keys per inner tile (prefill) and per score block (decode)
 };
 
-// The kernel for an ISA and K/V element type (every pair has one; the table is
-// attention.inc).
+// The list (attention.inc order) and its best kernel for an ISA and K/V element type
+// (kernels/registry.hpp; every pair has one: the list has a scalar line per type).
+KernelList<AttnKernel> attn_kernels();
 const AttnKernel& attn_kernel(Isa isa, KvType kv_type = KvType::f32);
 
 // The tiles attention.inc states for an ISA, at compile time: the per-ISA translation

@@ -1,4 +1,4 @@
-// Dispatch of the KV-cache converters (ISA-agnostic).
+// The KV-cache converter list (kv_convert.inc) and the type switch (ISA-agnostic).
 #include "kernels/convert/kv_convert.hpp"
 
 #include <cstring>
@@ -23,14 +23,14 @@ const KvConvert kTable[] = {
 };
 }  // namespace
 
+KernelList<KvConvert> kv_convert_kernels() { return kernel_list(kTable); }
+
 const KvConvert& kv_convert(Isa isa) {
-  for (const KvConvert& c : kTable)
-    if (c.isa == isa) return c;
-  return kTable[sizeof(kTable) / sizeof(kTable[0]) - 1];
+  const KvConvert* c = select(kv_convert_kernels(), isa);
+  return c ? *c : kTable[sizeof(kTable) / sizeof(kTable[0]) - 1];  // the list ends with scalar
 }
 
-void store_kv(KvType t, const float* src, void* dst, int64_t n) {
-  const KvConvert& c = kv_convert(active_isa());
+void store_kv(const KvConvert& c, KvType t, const float* src, void* dst, int64_t n) {
   switch (t) {
     case KvType::f32: std::memcpy(dst, src, size_t(n) * sizeof(float)); return;
     case KvType::f16: return c.f32_to_f16(src, static_cast<uint16_t*>(dst), n);
@@ -38,8 +38,7 @@ void store_kv(KvType t, const float* src, void* dst, int64_t n) {
   }
 }
 
-void load_kv(KvType t, const void* src, float* dst, int64_t n) {
-  const KvConvert& c = kv_convert(active_isa());
+void load_kv(const KvConvert& c, KvType t, const void* src, float* dst, int64_t n) {
   switch (t) {
     case KvType::f32: std::memcpy(dst, src, size_t(n) * sizeof(float)); return;
     case KvType::f16: return c.f16_to_f32(static_cast<const uint16_t*>(src), dst, n);

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "headwise/kv_type.hpp"
-#include "kernels/dispatch.hpp"
+#include "kernels/registry.hpp"
 
 namespace headwise::kernels {
 
@@ -20,12 +20,14 @@ struct KvConvert {
   void (*bf16_to_f32)(const uint16_t* src, float* dst, int64_t n);
 };
 
-// The converters of an ISA (the table is kv_convert.inc).
+// The list (kv_convert.inc order) and its best line for `isa` (kernels/registry.hpp);
+// a plan selects once, at build.
+KernelList<KvConvert> kv_convert_kernels();
 const KvConvert& kv_convert(Isa isa);
 
-// dst (n elements of type t) = src rounded; for f32 a copy. Active ISA.
-void store_kv(KvType t, const float* src, void* dst, int64_t n);
-// dst = src (n elements of type t) widened; for f32 a copy. Active ISA.
-void load_kv(KvType t, const void* src, float* dst, int64_t n);
+// dst (n elements of type t) = src rounded, with c's converters; for f32 a copy.
+void store_kv(const KvConvert& c, KvType t, const float* src, void* dst, int64_t n);
+// dst = src (n elements of type t) widened; for f32 a copy.
+void load_kv(const KvConvert& c, KvType t, const void* src, float* dst, int64_t n);
 
 }  // namespace headwise::kernels

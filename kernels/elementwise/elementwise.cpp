@@ -1,5 +1,5 @@
-// Element-wise dispatch and threading. Each call takes the kernel table of the active ISA
-// (elementwise.inc) and splits the rows into contiguous blocks, one per OpenMP thread.
+// Element-wise threading and the list of elementwise.inc. Each call runs the ISA table
+// it is handed and splits the rows into contiguous blocks, one per OpenMP thread.
 // rope_tables and the embedding gather do no arithmetic that depends on the ISA, so they
 // live here. The code is ISA-agnostic.
 #include <omp.h>
@@ -9,36 +9,22 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/dispatch.hpp"
 #include "kernels/elementwise/elementwise.hpp"
 #include "kernels/elementwise/elementwise_impl.hpp"
 
 namespace headwise::kernels {
 
-#define HW_ELEM_KERNELS(isa, table_fn) const ElemKernels& table_fn();
+#define HW_ELEM_KERNELS(isa, table_symbol) extern const ElemFns table_symbol;
 #include "kernels/elementwise/elementwise.inc"
 #undef HW_ELEM_KERNELS
 
 namespace {
 
-struct ElemEntry {
-  Isa isa;
-  const ElemKernels& (*table)();
-};
-const ElemEntry kTable[] = {
-#define HW_ELEM_KERNELS(isa, table_fn) {Isa::isa, table_fn},
+const ElemKernels kList[] = {
+#define HW_ELEM_KERNELS(isa, table_symbol) {Isa::isa, #table_symbol, &table_symbol},
 #include "kernels/elementwise/elementwise.inc"
 #undef HW_ELEM_KERNELS
 };
-
-// The active ISA's kernels. This is looked up on every call, because tests and tools
-// change the ISA at run time with set_isa_override.
-const ElemKernels& active_kernels() {
-  const Isa isa = active_isa();
-  for (const ElemEntry& e : kTable)
-    if (e.isa == isa) return e.table();
-  return kTable[sizeof(kTable) / sizeof(kTable[0]) - 1].table();
-}
 
 // Below this many floats a call runs on one thread. Starting a parallel region costs
 // microseconds, and that is as long as the kernels take to stream 32K floats.
@@ -79,20 +65,26 @@ RowsOut from(RowsOut x, int r) { return {x.data + r * x.stride, x.stride}; }
 
 }  // namespace
 
-void rmsnorm(RowsIn x, const float* w, float eps, RowsOut y, int rows, int cols, int threads) {
+KernelList<ElemKernels> elementwise_kernels() { return kernel_list(kList); }
+
+const ElemKernels& elementwise_kernel(Isa isa) {
+  const ElemKernels* k = select(elementwise_kernels(), isa);
+  return k ? *k : kList[sizeof(kList) / sizeof(kList[0]) - 1];  // the list ends with scalar
+}
+
+void rmsnorm(const ElemKernels& k, RowsIn x, const float* w, float eps, RowsOut y, int rows,
+             int cols, int threads) {
   assert(rows >= 0 && cols >= 1 && rows_ok(x.stride, rows, cols) && rows_ok(y.stride, rows, cols));
-  const ElemKernels& k = active_kernels();
   for_row_blocks(rows, int64_t(rows) * cols, threads, [&](int r0, int r1) {
-    k.rmsnorm(from(x, r0), w, eps, from(y, r0), r1 - r0, cols);
+    k.fns->rmsnorm(from(x, r0), w, eps, from(y, r0), r1 - r0, cols);
   });
 }
 
-void layernorm(RowsIn x, const float* w, const float* b, float eps, RowsOut y, int rows, int cols,
-               int threads) {
+void layernorm(const ElemKernels& k, RowsIn x, const float* w, const float* b, float eps,
+               RowsOut y, int rows, int cols, int threads) {
   assert(rows >= 0 && cols >= 1 && rows_ok(x.stride, rows, cols) && rows_ok(y.stride, rows, cols));
-  const ElemKernels& k = active_kernels();
   for_row_blocks(rows, int64_t(rows) * cols, threads, [&](int r0, int r1) {
-    k.layernorm(from(x, r0), w, b, eps, from(y, r0), r1 - r0, cols);
+    k.fns->layernorm(from(x, r0), w, b, eps, from(y, r0), r1 - r0, cols);
   });
 }
 
@@ -114,23 +106,26 @@ void run_binary(BinaryFn fn, RowsIn a, RowsIn b, RowsOut y, int rows, int cols, 
 }
 }  // namespace
 
-void silu(RowsOut x, int rows, int cols, int threads) {
-  run_unary(active_kernels().silu, x, rows, cols, threads);
+void silu(const ElemKernels& k, RowsOut x, int rows, int cols, int threads) {
+  run_unary(k.fns->silu, x, rows, cols, threads);
 }
-void gelu_tanh(RowsOut x, int rows, int cols, int threads) {
-  run_unary(active_kernels().gelu_tanh, x, rows, cols, threads);
+void gelu_tanh(const ElemKernels& k, RowsOut x, int rows, int cols, int threads) {
+  run_unary(k.fns->gelu_tanh, x, rows, cols, threads);
 }
-void gelu_erf(RowsOut x, int rows, int cols, int threads) {
-  run_unary(active_kernels().gelu_erf, x, rows, cols, threads);
+void gelu_erf(const ElemKernels& k, RowsOut x, int rows, int cols, int threads) {
+  run_unary(k.fns->gelu_erf, x, rows, cols, threads);
 }
-void swiglu(RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads) {
-  run_binary(active_kernels().swiglu, a, b, y, rows, cols, threads);
+void swiglu(const ElemKernels& k, RowsIn a, RowsIn b, RowsOut y, int rows, int cols,
+            int threads) {
+  run_binary(k.fns->swiglu, a, b, y, rows, cols, threads);
 }
-void add(RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads) {
-  run_binary(active_kernels().add, a, b, y, rows, cols, threads);
+void add(const ElemKernels& k, RowsIn a, RowsIn b, RowsOut y, int rows, int cols,
+         int threads) {
+  run_binary(k.fns->add, a, b, y, rows, cols, threads);
 }
-void mul(RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads) {
-  run_binary(active_kernels().mul, a, b, y, rows, cols, threads);
+void mul(const ElemKernels& k, RowsIn a, RowsIn b, RowsOut y, int rows, int cols,
+         int threads) {
+  run_binary(k.fns->mul, a, b, y, rows, cols, threads);
 }
 
 void embedding(const float* table, int cols, const int32_t* ids, RowsOut y, int rows, int threads) {
@@ -141,13 +136,13 @@ void embedding(const float* table, int cols, const int32_t* ids, RowsOut y, int 
   });
 }
 
-void rope(RowsOut x, int rows, int heads, int head_dim, const int32_t* pos, const float* cos_table,
-          const float* sin_table, RopeStyle style, int threads) {
+void rope(const ElemKernels& k, RowsOut x, int rows, int heads, int head_dim,
+          const int32_t* pos, const float* cos_table, const float* sin_table, RopeStyle style,
+          int threads) {
   assert(rows >= 0 && heads >= 0 && head_dim >= 2 && head_dim % 2 == 0);
   assert(rows_ok(x.stride, rows, heads * head_dim));
-  const ElemKernels& k = active_kernels();
   for_row_blocks(rows, int64_t(rows) * heads * head_dim, threads, [&](int r0, int r1) {
-    k.rope(from(x, r0), r1 - r0, heads, head_dim, pos + r0, cos_table, sin_table, style);
+    k.fns->rope(from(x, r0), r1 - r0, heads, head_dim, pos + r0, cos_table, sin_table, style);
   });
 }
 

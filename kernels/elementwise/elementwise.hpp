@@ -3,14 +3,31 @@
 //
 // Every tensor is rows × cols floats with a row stride (in floats); cols contiguous.
 // In-place use (y == x) is allowed wherever y and x have the same shape and stride.
-// Each function dispatches once on active_isa() to its per-ISA implementation
-// (elementwise_f32_<isa>.cpp) and splits rows over `threads` OpenMP threads
-// (0 = all; 1 inside a parallel region). Pure compute: no allocation, no errors.
+// Each function runs the kernels of the ElemKernels it is given — a line of
+// elementwise.inc, chosen once by whoever holds it (the plan, for a model: see
+// kernels/registry.hpp) — and splits rows over `threads` OpenMP threads (0 = all; 1
+// inside a parallel region). Pure compute: no allocation, no errors.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/registry.hpp"
+
 namespace headwise::kernels {
+
+struct ElemFns;  // one ISA's functions (elementwise_impl.hpp)
+
+// One line of elementwise.inc.
+struct ElemKernels {
+  Isa isa;
+  const char* name;  // the table's symbol, e.g. "elementwise_f32__avx2"
+  const ElemFns* fns;
+};
+
+// The list, in elementwise.inc order, and its best line for `isa` (every ISA has one:
+// the list ends with scalar).
+KernelList<ElemKernels> elementwise_kernels();
+const ElemKernels& elementwise_kernel(Isa isa);
 
 struct RowsIn {
   const float* data;
@@ -22,25 +39,26 @@ struct RowsOut {
 };
 
 // y = x / sqrt(mean(x²) + eps) ⊙ w
-void rmsnorm(RowsIn x, const float* w, float eps, RowsOut y, int rows, int cols, int threads);
+void rmsnorm(const ElemKernels& k, RowsIn x, const float* w, float eps, RowsOut y, int rows,
+             int cols, int threads);
 
 // y = (x − mean(x)) / sqrt(var(x) + eps) ⊙ w + b   (b may be null)
-void layernorm(RowsIn x, const float* w, const float* b, float eps, RowsOut y, int rows,
-               int cols, int threads);
+void layernorm(const ElemKernels& k, RowsIn x, const float* w, const float* b, float eps,
+               RowsOut y, int rows, int cols, int threads);
 
 // In place: x = silu(x) = x·σ(x)
-void silu(RowsOut x, int rows, int cols, int threads);
+void silu(const ElemKernels& k, RowsOut x, int rows, int cols, int threads);
 // In place: x = gelu(x), tanh approximation (GPT-2): ½x(1 + tanh(√(2/π)(x + 0.044715x³)))
-void gelu_tanh(RowsOut x, int rows, int cols, int threads);
+void gelu_tanh(const ElemKernels& k, RowsOut x, int rows, int cols, int threads);
 // In place: x = gelu(x), exact: ½x(1 + erf(x/√2))
-void gelu_erf(RowsOut x, int rows, int cols, int threads);
+void gelu_erf(const ElemKernels& k, RowsOut x, int rows, int cols, int threads);
 
 // y = silu(a) ⊙ b
-void swiglu(RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads);
+void swiglu(const ElemKernels& k, RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads);
 // y = a + b
-void add(RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads);
+void add(const ElemKernels& k, RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads);
 // y = a ⊙ b
-void mul(RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads);
+void mul(const ElemKernels& k, RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads);
 
 // y(r, :) = table(ids[r], :) for a (vocab, cols) table; ids are valid (checked above).
 void embedding(const float* table, int cols, const int32_t* ids, RowsOut y, int rows,
@@ -53,8 +71,9 @@ void embedding(const float* table, int cols, const int32_t* ids, RowsOut y, int 
 //   half (GPT-NeoX / HF Llama):         pair i = features (i, i + head_dim/2)
 // cos_table / sin_table hold (max_pos, head_dim/2) values from rope_tables().
 enum class RopeStyle { interleaved, half };
-void rope(RowsOut x, int rows, int heads, int head_dim, const int32_t* pos,
-          const float* cos_table, const float* sin_table, RopeStyle style, int threads);
+void rope(const ElemKernels& k, RowsOut x, int rows, int heads, int head_dim,
+          const int32_t* pos, const float* cos_table, const float* sin_table, RopeStyle style,
+          int threads);
 
 // Fills (max_pos, head_dim/2) tables with cos and sin of pos·θ^(−2i/head_dim), computed
 // in float exactly as llama2.c does (freq = 1/powf(θ, 2i/head_dim), val = pos·freq),

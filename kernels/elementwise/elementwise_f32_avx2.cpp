@@ -8,9 +8,9 @@ namespace headwise::kernels {
 namespace {
 using S = simd::F32<xsimd::fma3<xsimd::avx2>>;
 static_assert(S::W == 8);
-constexpr ElemKernels kKernels = ElemBody<S>::table();
 }  // namespace
 
-const ElemKernels& elementwise_f32__avx2() { return kKernels; }
+// The elementwise.inc line's table (constant-initialised: usable before main).
+extern const ElemFns elementwise_f32__avx2 = ElemBody<S>::table();
 
 }  // namespace headwise::kernels

@@ -8,9 +8,9 @@ namespace headwise::kernels {
 namespace {
 using S = simd::F32<xsimd::avx512bw>;
 static_assert(S::W == 16);
-constexpr ElemKernels kKernels = ElemBody<S>::table();
 }  // namespace
 
-const ElemKernels& elementwise_f32__avx512() { return kKernels; }
+// The elementwise.inc line's table (constant-initialised: usable before main).
+extern const ElemFns elementwise_f32__avx512 = ElemBody<S>::table();
 
 }  // namespace headwise::kernels

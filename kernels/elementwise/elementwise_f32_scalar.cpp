@@ -7,9 +7,9 @@
 
 namespace headwise::kernels {
 namespace {
-constexpr ElemKernels kKernels = ElemBody<simd::Scalar>::table();
 }  // namespace
 
-const ElemKernels& elementwise_f32__scalar() { return kKernels; }
+// The elementwise.inc line's table (constant-initialised: usable before main).
+extern const ElemFns elementwise_f32__scalar = ElemBody<simd::Scalar>::table();
 
 }  // namespace headwise::kernels

@@ -2,8 +2,8 @@
 // vocabulary S (simd::F32<arch> or simd::Scalar) and use its math, simd::Math<S>
 // (math_xsimd.hpp / math_scalar.hpp). The ISA's translation unit includes those headers
 // first, instantiates ElemBody<S> once (elementwise_f32_<isa>.cpp), and hands the
-// functions out as an ElemKernels table. elementwise.cpp picks the table for the active
-// ISA and splits rows over threads.
+// functions out as an ElemFns table, one line of elementwise.inc. A plan selects the line
+// of its ISA once; elementwise.cpp splits rows over threads.
 //
 // Every body works on a block of rows on the calling thread. It writes only the first
 // `cols` floats of each output row: row tails go through a lane buffer, never a full
@@ -23,7 +23,7 @@ struct Math;
 }  // namespace simd
 
 // One ISA's element-wise kernels, each over `rows` rows on the calling thread.
-struct ElemKernels {
+struct ElemFns {
   void (*rmsnorm)(RowsIn x, const float* w, float eps, RowsOut y, int rows, int cols);
   void (*layernorm)(RowsIn x, const float* w, const float* b, float eps, RowsOut y, int rows,
                     int cols);
@@ -220,7 +220,7 @@ struct ElemBody {
     }
   }
 
-  static constexpr ElemKernels table() {
+  static constexpr ElemFns table() {
     return {rmsnorm, layernorm, silu, gelu_tanh, gelu_erf, swiglu, add, mul, rope};
   }
 };

@@ -33,15 +33,11 @@ const char* weight_type_name(WeightType t) { return kTypes[int(t)].name; }
 int weight_block_elems(WeightType t) { return kTypes[int(t)].block_elems; }
 int weight_block_bytes(WeightType t) { return kTypes[int(t)].block_bytes; }
 
-const LinearKernel* linear_kernels(size_t* count) {
-  *count = sizeof(kTable) / sizeof(kTable[0]);
-  return kTable;
-}
+KernelList<LinearKernel> linear_kernels() { return kernel_list(kTable); }
 
 const LinearKernel* linear_kernel(const PackedWeights& w, Isa isa) {
-  for (const LinearKernel& k : kTable)
-    if (k.type == w.type && int(k.isa) <= int(isa) && k.impl->supports(w)) return &k;
-  return nullptr;
+  return select(linear_kernels(), isa,
+                [&w](const LinearKernel& k) { return k.type == w.type && k.impl->supports(w); });
 }
 
 }  // namespace headwise::kernels

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/dispatch.hpp"
+#include "kernels/registry.hpp"
 
 namespace headwise::kernels {
 
@@ -67,10 +67,10 @@ struct LinearKernel {
 };
 
 // The registry, in linear.inc order.
-const LinearKernel* linear_kernels(size_t* count);
+KernelList<LinearKernel> linear_kernels();
 
-// The best kernel of `type` that runs on `isa` (an entry of that ISA or a lower one)
-// and supports `w`; null when there is none.
+// The best kernel of w's type that runs on `isa` (an entry of that ISA or a lower one,
+// kernels/registry.hpp) and supports `w`; null when there is none.
 const LinearKernel* linear_kernel(const PackedWeights& w, Isa isa);
 
 }  // namespace headwise::kernels

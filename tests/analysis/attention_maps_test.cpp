@@ -15,6 +15,7 @@
 #include "headwise/attention.hpp"
 #include "headwise/model.hpp"
 #include "headwise/analysis/attention_maps.hpp"
+#include "tests/runtime/model_fixtures.hpp"
 #include "tests/status_assert.hpp"
 
 namespace headwise::test {
@@ -27,22 +28,6 @@ bool exists(const std::string& p) {
   std::FILE* f = std::fopen(p.c_str(), "rb");
   if (f) std::fclose(f);
   return f != nullptr;
-}
-
-std::shared_ptr<const Model> tiny() {
-  std::shared_ptr<const Model> m;
-  const Status s = Model::synthetic("tiny", 7, &m);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return m;
-}
-
-std::shared_ptr<const Model> stories() {
-  std::shared_ptr<const Model> m;
-  ModelOptions o;
-  o.tokenizer = kStories + "tok512.bin";
-  const Status s = Model::load(kStories + "stories260K.bin", o, &m);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return m;
 }
 
 // What one attention node saw and produced, copied out of a tap (one prefill chunk).

@@ -130,8 +130,9 @@ void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa) {
   Status s = Projection::create_typed(kernels::WeightType::bf16, w.data(), K, N, bias ? b.data() : nullptr, isa, &pl);
   ASSERT_TRUE(s.ok()) << s.message();
   const bool onednn = isa == Isa::avx512 && q::cpu_has_avx512_vnni_bf16();
-  if (M >= Projection::kMinClassRows)
+  if (M >= Projection::kMinClassRows) {
     EXPECT_EQ(pl->implementation(M).find("oneDNN") != std::string::npos, onednn) << pl->implementation(M);
+  }
   EXPECT_EQ(pl->implementation(M).find("ref"), std::string::npos) << pl->implementation(M);
   const int64_t ldx = K + (strided ? 5 : 0), ldy = N + (strided ? 3 : 0);
   std::vector<float> x(size_t(M) * ldx), y(size_t(M) * ldy, NAN);

@@ -1,5 +1,6 @@
 // Shared helpers for the attention tests: random inputs laid out like a fused QKV
-// projection, a runner for any ISA/path through the kernel table, and the error metric.
+// projection, a runner for any line of the kernel list (attention.inc) and path, and the
+// error metric.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,17 +18,9 @@ namespace headwise::test {
 
 using kernels::AttnPath;
 using kernels::AttnProblem;
-using kernels::Isa;
+using kernels::AttnKernel;
 
-inline std::vector<Isa> all_isas() { return {Isa::avx512, Isa::avx2, Isa::scalar}; }
 inline std::vector<KvType> all_kv_types() { return {KvType::f32, KvType::f16, KvType::bf16}; }
-
-// Skips the current test when the CPU lacks `isa` (and says so in the output).
-#define HW_REQUIRE_ISA(isa)                                                        \
-  do {                                                                             \
-    if (!::headwise::kernels::may_use(isa))                                        \
-      GTEST_SKIP() << "CPU lacks " << ::headwise::kernels::isa_name(isa);          \
-  } while (0)
 
 // Q, K, V as slices of one fused buffer: per (b, t) the row holds
 // [Hq·D of Q | Hkv·D of K | Hkv·D of V], so all three are strided, as they are after a
@@ -105,9 +98,8 @@ struct AttnData {
   }
 };
 
-// Runs one kernel of the table on p with its own workspace.
-inline void run_kernel(Isa isa, const AttnProblem& p, int threads, AttnPath path) {
-  const kernels::AttnKernel& k = kernels::attn_kernel(isa, p.kv_type);
+// Runs one kernel of the list on p with its own workspace.
+inline void run_kernel(const AttnKernel& k, const AttnProblem& p, int threads, AttnPath path) {
   const kernels::AttnPlan plan = kernels::plan_attention(k, p, threads, path);
   std::unique_ptr<float, decltype(&std::free)> ws(
       static_cast<float*>(std::aligned_alloc(64, (plan.workspace_floats() * 4 + 64) / 64 * 64)),

@@ -1,5 +1,6 @@
-// Every attention path of every ISA the CPU has (the kernel table, attention.inc)
-// against the float64 reference, over the sweep the kernels promise:
+// Every attention path of every line of the kernel list (attention.inc) whose ISA the CPU
+// has — read from the list, so a new line is tested without an edit here — against the
+// float64 reference, over the sweep the kernels promise:
 // head_dim 1..256, sequence lengths around every tile edge, causal and bidirectional,
 // MHA/GQA/MQA, batches, strided inputs from one fused QKV buffer, decode against long
 // caches, padded batches; each with an fp32, f16 and bf16 K/V cache, against the
@@ -42,9 +43,10 @@ TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
   int ran = 0;
   for (KvType kv : all_kv_types()) {
     kernels::attention_reference(data.problem(c.causal, data.ref.data(), kv));
-    for (Isa isa : all_isas()) {
-      if (!kernels::may_use(isa)) {
-        std::cout << "[ SKIPPED  ] " << kernels::isa_name(isa) << ": CPU lacks it\n";
+    for (const AttnKernel& k : kernels::attn_kernels()) {
+      if (k.kv_type != kv) continue;
+      if (!kernels::may_use(k.isa)) {
+        std::cout << "[ SKIPPED  ] " << k.name << ": CPU lacks " << kernels::isa_name(k.isa) << "\n";
         continue;
       }
       std::vector<AttnPath> paths = {AttnPath::prefill};
@@ -54,9 +56,9 @@ TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
           // The work split does not depend on the element type: 16-bit runs take 2 threads.
           if (kv != KvType::f32 && threads == 1) continue;
           std::fill(data.out.begin(), data.out.end(), NAN);
-          run_kernel(isa, data.problem(c.causal, data.out.data(), kv), threads, path);
+          run_kernel(k, data.problem(c.causal, data.out.data(), kv), threads, path);
           EXPECT_LE(max_abs_diff(data.out, data.ref), tol)
-              << kernels::isa_name(isa) << (path == AttnPath::decode ? " decode" : " prefill")
+              << k.name << (path == AttnPath::decode ? " decode" : " prefill")
               << " threads=" << threads << " kv=" << kv_type_name(kv);
           ++ran;
         }
@@ -92,8 +94,7 @@ std::vector<Case> sweep() {
   cases.push_back({3, 5, 1000, 4, 1, 96, false, true});
   // the edges of every tile attention.inc states (AVX2's 48-query tile included), for
   // prefill and for a chunk of queries against a longer cache
-  for (Isa isa : all_isas()) {
-    const kernels::AttnTiles t = kernels::attn_tiles(isa);
+  for (const AttnKernel& t : kernels::attn_kernels()) {
     for (int T : {t.q_tile - 1, t.q_tile, t.q_tile + 1, 2 * t.q_tile - 1, 2 * t.q_tile + 1,
                   t.kv_tile - 1, t.kv_tile + 1, 2 * t.kv_tile + 1})
       if (T >= 1)
@@ -102,7 +103,7 @@ std::vector<Case> sweep() {
           cases.push_back({1, T, T + t.kv_tile + 3, 4, 2, 40, causal, false});
         }
   }
-  // one case per shape (the tile lists of different ISAs overlap)
+  // one case per shape (the tiles of different lines overlap)
   std::vector<Case> unique;
   for (const Case& c : cases) {
     bool seen = false;

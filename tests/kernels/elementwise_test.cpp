@@ -1,6 +1,6 @@
-// The element-wise kernels (kernels/elementwise/elementwise.hpp) on every ISA the CPU
-// has, against float64 references written out below. Each ISA is forced in turn with
-// set_isa_override. The sweep covers cols {1, 7, 16, 17, 64, 768, 1000} (around vector
+// The element-wise kernels (kernels/elementwise/elementwise.hpp): every line of
+// elementwise.inc whose ISA the CPU has (the registry's list, so a new line is tested
+// without an edit here), against float64 references written out below. The sweep covers cols {1, 7, 16, 17, 64, 768, 1000} (around vector
 // widths 8 and 16, and tails), rows {1, 3, 65}, row strides larger than cols (the padding
 // must stay untouched), in-place and out-of-place use, and 1 and 2 threads. 65 × 768 and
 // 65 × 1000 are above the size where the rows are split over threads.
@@ -33,7 +33,6 @@
 namespace headwise::test {
 namespace {
 
-using kernels::Isa;
 using kernels::RopeStyle;
 using kernels::RowsIn;
 using kernels::RowsOut;
@@ -107,15 +106,13 @@ std::string where(int rows, int cols, int threads, bool inplace) {
 }
 
 // ---- the fixture: one ISA per parameter ------------------------------------------------
-class Elementwise : public ::testing::TestWithParam<Isa> {
+class Elementwise : public ::testing::TestWithParam<const kernels::ElemKernels*> {
  protected:
   void SetUp() override {
-    if (!kernels::may_use(GetParam()))
-      GTEST_SKIP() << kernels::isa_name(GetParam()) << ": CPU lacks it";
-    ASSERT_TRUE(kernels::set_isa_override(GetParam()));
-    ASSERT_EQ(kernels::active_isa(), GetParam());
+    if (!kernels::may_use(k().isa))
+      GTEST_SKIP() << k().name << ": CPU lacks " << kernels::isa_name(k().isa);
   }
-  void TearDown() override { kernels::clear_isa_override(); }
+  static const kernels::ElemKernels& k() { return *GetParam(); }
 };
 
 // Runs check(rows, cols, threads, inplace) over the whole sweep.
@@ -137,7 +134,7 @@ TEST_P(Elementwise, RmsNorm) {
     const float eps = 1e-5f;
     const Rows x0 = x;
     Rows& out = inplace ? x : y;
-    kernels::rmsnorm(x.in(), w.data(), eps, out.out(), rows, cols, threads);
+    kernels::rmsnorm(k(), x.in(), w.data(), eps, out.out(), rows, cols, threads);
     int bad = 0;
     for (int r = 0; r < rows; ++r) {
       double ss = 0.0;
@@ -165,7 +162,7 @@ TEST_P(Elementwise, LayerNorm) {
       const float eps = 1e-5f;
       const Rows x0 = x;
       Rows& out = inplace ? x : y;
-      kernels::layernorm(x.in(), w.data(), bias ? b.data() : nullptr, eps, out.out(), rows, cols,
+      kernels::layernorm(k(), x.in(), w.data(), bias ? b.data() : nullptr, eps, out.out(), rows, cols,
                          threads);
       int bad = 0;
       for (int r = 0; r < rows; ++r) {
@@ -190,7 +187,7 @@ TEST_P(Elementwise, LayerNorm) {
 }
 
 // ---- activations ---------------------------------------------------------------------------
-using ActFn = void (*)(RowsOut, int, int, int);
+using ActFn = void (*)(const kernels::ElemKernels&, RowsOut, int, int, int);
 struct Act {
   const char* name;
   ActFn fn;
@@ -212,7 +209,7 @@ TEST_P(Elementwise, ActivationsSweep) {
       Rows x(rows, cols);
       x.fill(rng, -12.0f, 12.0f);
       const Rows x0 = x;
-      act.fn(x.out(), rows, cols, threads);
+      act.fn(k(), x.out(), rows, cols, threads);
       int bad = 0;
       std::ostringstream first;
       for (int r = 0; r < rows; ++r)
@@ -232,7 +229,7 @@ TEST_P(Elementwise, ActivationsDenseGrid) {
   for (int i = -11000; i <= 11000; ++i) grid.push_back(i * 0.01f);
   for (const Act& act : kActs) {
     std::vector<float> x = grid;
-    act.fn({x.data(), int64_t(x.size())}, 1, int(x.size()), 1);
+    act.fn(k(), {x.data(), int64_t(x.size())}, 1, int(x.size()), 1);
     int bad = 0;
     double worst = 0.0;
     float worst_x = 0.0f;
@@ -246,7 +243,7 @@ TEST_P(Elementwise, ActivationsDenseGrid) {
       }
     }
     EXPECT_EQ(bad, 0) << act.name;
-    std::cout << "[   INFO   ] " << act.name << " " << kernels::isa_name(GetParam())
+    std::cout << "[   INFO   ] " << act.name << " " << k().name
               << ": worst relative error " << worst << " (at x=" << worst_x
               << ", |result| > 1e-30)\n";
   }
@@ -264,7 +261,7 @@ TEST_P(Elementwise, ActivationsSaturateForLargeInputs) {
   }
   for (const Act& act : kActs) {
     std::vector<float> x = in;
-    act.fn({x.data(), int64_t(x.size())}, 1, int(x.size()), 1);
+    act.fn(k(), {x.data(), int64_t(x.size())}, 1, int(x.size()), 1);
     for (size_t i = 0; i < x.size(); ++i) {
       EXPECT_TRUE(std::isfinite(x[i])) << act.name << "(" << in[i] << ") = " << x[i];
       EXPECT_TRUE(act_close(x[i], act.ref(in[i]))) << act.name << "(" << in[i] << ") = " << x[i];
@@ -279,12 +276,12 @@ TEST_P(Elementwise, ActivationsSaturateForLargeInputs) {
   // NaN stays visible.
   for (const Act& act : kActs) {
     float x[3] = {NAN, 1.0f, -NAN};
-    act.fn({x, 3}, 1, 3, 1);
+    act.fn(k(), {x, 3}, 1, 3, 1);
     EXPECT_TRUE(std::isnan(x[0]) && std::isnan(x[2])) << act.name;
   }
   // swiglu's silu(a)·b with a huge negative a and a large b: no inf·0.
   std::vector<float> a = {-1e30f, -FLT_MAX, 1e30f}, b = {1e30f, 2.0f, 1e-30f}, y(3);
-  kernels::swiglu({a.data(), 3}, {b.data(), 3}, {y.data(), 3}, 1, 3, 1);
+  kernels::swiglu(k(), {a.data(), 3}, {b.data(), 3}, {y.data(), 3}, 1, 3, 1);
   EXPECT_EQ(y[0], 0.0f);
   EXPECT_EQ(y[1], 0.0f);
   EXPECT_NEAR(y[2], 1.0f, 1e-6f);
@@ -314,7 +311,7 @@ TEST_P(Elementwise, SwiGluAddMul) {
       // In place: y is a for swiglu and add, b for mul (both aliasings are allowed).
       Rows& out = !inplace ? y : (op == kMul ? b : a);
       auto* fn = op == kSwiglu ? kernels::swiglu : op == kAdd ? kernels::add : kernels::mul;
-      fn(a.in(), b.in(), out.out(), rows, cols, threads);
+      fn(k(), a.in(), b.in(), out.out(), rows, cols, threads);
       int bad = 0;
       for (int r = 0; r < rows; ++r)
         for (int c = 0; c < cols; ++c) {
@@ -406,7 +403,7 @@ TEST_P(Elementwise, RopeBothStyles) {
             for (int32_t& p : pos) p = pick(rng);
             pos[0] = 0;
             const Rows x0 = x;
-            kernels::rope(x.out(), rows, heads, head_dim, pos.data(), cs.data(), sn.data(), style,
+            kernels::rope(k(), x.out(), rows, heads, head_dim, pos.data(), cs.data(), sn.data(), style,
                           threads);
             int bad = 0;
             for (int r = 0; r < rows; ++r) {
@@ -432,10 +429,15 @@ TEST_P(Elementwise, RopeBothStyles) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, Elementwise,
-                         ::testing::Values(Isa::avx512, Isa::avx2, Isa::scalar),
-                         [](const ::testing::TestParamInfo<Isa>& i) {
-                           return std::string(kernels::isa_name(i.param));
+std::vector<const kernels::ElemKernels*> every_line() {
+  std::vector<const kernels::ElemKernels*> out;
+  for (const kernels::ElemKernels& e : kernels::elementwise_kernels()) out.push_back(&e);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, Elementwise, ::testing::ValuesIn(every_line()),
+                         [](const ::testing::TestParamInfo<const kernels::ElemKernels*>& i) {
+                           return std::string(i.param->name);
                          });
 
 }  // namespace

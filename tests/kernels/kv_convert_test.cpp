@@ -100,13 +100,11 @@ TEST(KvConvert, EveryIsaMatchesScalarBitForBit) {
   // NaNs with payloads, both signs
   for (uint32_t p : {0x7f800001u, 0x7fc00000u, 0xffa5a5a5u, 0x7fbfffffu}) x.push_back(f32_from_bits(p));
   int ran = 0;
-  for (Isa isa : {Isa::avx512, Isa::avx2, Isa::scalar}) {
-    if (!may_use(isa)) {
-      std::cout << "[ SKIPPED  ] " << isa_name(isa) << ": CPU lacks it\n";
+  for (const KvConvert& c : kv_convert_kernels()) {  // every line of kv_convert.inc
+    if (!may_use(c.isa)) {
+      std::cout << "[ SKIPPED  ] " << c.name << ": CPU lacks " << isa_name(c.isa) << "\n";
       continue;
     }
-    const KvConvert& c = kv_convert(isa);
-    ASSERT_EQ(c.isa, isa);
     for (int64_t n : {int64_t(x.size()), int64_t(1), int64_t(7), int64_t(17), int64_t(33)}) {
       std::vector<uint16_t> h(n), b(n);
       std::vector<float> wh(n), wb(n);
@@ -115,10 +113,10 @@ TEST(KvConvert, EveryIsaMatchesScalarBitForBit) {
       c.f16_to_f32(h.data(), wh.data(), n);
       c.bf16_to_f32(b.data(), wb.data(), n);
       for (int64_t i = 0; i < n; ++i) {
-        ASSERT_EQ(h[i], f32_to_f16(x[i])) << isa_name(isa) << " f16 of bits " << std::hex << f32_bits(x[i]);
-        ASSERT_EQ(b[i], f32_to_bf16(x[i])) << isa_name(isa) << " bf16 of bits " << std::hex << f32_bits(x[i]);
-        ASSERT_EQ(f32_bits(wh[i]), f32_bits(f16_to_f32(h[i]))) << isa_name(isa);
-        ASSERT_EQ(f32_bits(wb[i]), f32_bits(bf16_to_f32(b[i]))) << isa_name(isa);
+        ASSERT_EQ(h[i], f32_to_f16(x[i])) << c.name << " f16 of bits " << std::hex << f32_bits(x[i]);
+        ASSERT_EQ(b[i], f32_to_bf16(x[i])) << c.name << " bf16 of bits " << std::hex << f32_bits(x[i]);
+        ASSERT_EQ(f32_bits(wh[i]), f32_bits(f16_to_f32(h[i]))) << c.name;
+        ASSERT_EQ(f32_bits(wb[i]), f32_bits(bf16_to_f32(b[i]))) << c.name;
       }
     }
     ++ran;

@@ -20,10 +20,8 @@ void check_quant_linear_kernel(const LinearKernel& lk);
 namespace {
 
 std::vector<const LinearKernel*> registry() {
-  size_t n = 0;
-  const LinearKernel* k = linear_kernels(&n);
   std::vector<const LinearKernel*> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(k + i);
+  for (const LinearKernel& k : linear_kernels()) out.push_back(&k);
   return out;
 }
 

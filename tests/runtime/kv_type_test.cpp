@@ -10,41 +10,10 @@
 
 #include "headwise/model.hpp"
 #include "kernels/simd/half.hpp"
+#include "tests/runtime/model_fixtures.hpp"
 
 namespace headwise::test {
 namespace {
-
-std::shared_ptr<const Model> synthetic(const char* name) {
-  std::shared_ptr<const Model> m;
-  const Status s = Model::synthetic(name, 7, &m);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return m;
-}
-
-std::shared_ptr<const Model> stories() {
-  const std::string dir = std::string(HEADWISE_SHARED_DIR) + "/models/stories260K/";
-  if (!std::ifstream(dir + "stories260K.bin")) return nullptr;
-  ModelOptions o;
-  o.tokenizer = dir + "tok512.bin";
-  std::shared_ptr<const Model> m;
-  const Status s = Model::load(dir + "stories260K.bin", o, &m);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return m;
-}
-
-std::vector<int32_t> random_tokens(int n, int vocab, unsigned seed) {
-  std::mt19937 g(seed);
-  std::vector<int32_t> t(n);
-  for (int& x : t) x = static_cast<int32_t>(g() % vocab);
-  t[0] = 1;
-  return t;
-}
-
-double max_abs(const float* a, const float* b, size_t n) {
-  double m = 0;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
-  return m;
-}
 
 // Logits of every position of one prefill pass.
 std::vector<float> prefill_logits(const Model& m, const std::vector<int32_t>& tokens, KvType t,
@@ -114,7 +83,7 @@ TEST(KvType, CloseToF32Stories) {
 
 TEST(KvType, CloseToF32Synthetic) {
   // measured: f16 0.0024, bf16 0.018; top-1 agreement 200/200
-  check_close_to_f32(*synthetic("tiny"), 200, 0.01, 0.06);
+  check_close_to_f32(*synthetic_model("tiny"), 200, 0.01, 0.06);
 }
 
 // One pass, chunks of 7 and one decode per token agree for a 16-bit cache as tightly as
@@ -146,7 +115,7 @@ void check_paths_agree(const Model& m, int T, KvType t, double bound) {
 }
 
 TEST(KvType, PrefillChunksAndDecodeAgree) {
-  auto tiny = synthetic("tiny");
+  auto tiny = synthetic_model("tiny");
   auto st = stories();
   // measured: tiny 1.3e-5 (f16), 3.2e-6 (bf16); stories260K 2.1e-3 (f16), 2.7e-2 (bf16)
   check_paths_agree(*tiny, 70, KvType::f16, 1e-4);
@@ -157,7 +126,7 @@ TEST(KvType, PrefillChunksAndDecodeAgree) {
 }
 
 TEST(KvType, BatchedDecodeEqualsSingleWithMixedTypes) {
-  auto m = synthetic("tiny");
+  auto m = synthetic_model("tiny");
   const int V = m->info().vocab_size;
   const KvType types[] = {KvType::f16, KvType::f32, KvType::bf16};
   std::vector<std::unique_ptr<Session>> batch(3), alone(3);
@@ -184,7 +153,7 @@ TEST(KvType, BatchedDecodeEqualsSingleWithMixedTypes) {
 }
 
 TEST(KvType, CacheBytesHookAndBadType) {
-  auto m = synthetic("tiny");
+  auto m = synthetic_model("tiny");
   SessionOptions o;
   o.max_context = 64;
   std::unique_ptr<Session> f32, f16;

@@ -5,47 +5,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <iostream>
 #include <fstream>
 #include <random>
 
 #include "graph/plan.hpp"
 #include "headwise/model.hpp"
+#include "kernels/dispatch.hpp"
+#include "tests/runtime/model_fixtures.hpp"
 #include "tests/status_assert.hpp"
 
 namespace headwise::test {
 namespace {
-
-std::shared_ptr<const Model> tiny() {
-  std::shared_ptr<const Model> m;
-  const Status s = Model::synthetic("tiny", 7, &m);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return m;
-}
-
-std::shared_ptr<const Model> stories() {
-  const std::string dir = std::string(HEADWISE_SHARED_DIR) + "/models/stories260K/";
-  if (!std::ifstream(dir + "stories260K.bin")) return nullptr;
-  ModelOptions o;
-  o.tokenizer = dir + "tok512.bin";
-  std::shared_ptr<const Model> m;
-  const Status s = Model::load(dir + "stories260K.bin", o, &m);
-  EXPECT_TRUE(s.ok()) << s.message();
-  return m;
-}
-
-std::vector<int32_t> random_tokens(int n, int vocab, unsigned seed) {
-  std::mt19937 g(seed);
-  std::vector<int32_t> t(n);
-  for (int& x : t) x = static_cast<int32_t>(g() % vocab);
-  t[0] = 1;
-  return t;
-}
-
-double max_abs(const float* a, const float* b, size_t n) {
-  double m = 0;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
-  return m;
-}
 
 // Logits of every position, three ways: one prefill pass, prefill in chunks of 7, and
 // one decode call per token. Tolerance: 1e-4 absolute on the logits.
@@ -230,12 +202,60 @@ TEST(Session, ProfileCountsEveryOp) {
     op_seconds += t.seconds;
     // 10 rows went through every projection (9 of the prompt, 1 decoded): 2·rows·K·N
     const graph::Node& n = m->plan().graph.nodes[t.node];
-    if (n.op == graph::OpKind::linear) EXPECT_DOUBLE_EQ(t.flops, 2.0 * 10 * n.K * n.N) << t.where;
+    if (n.op == graph::OpKind::linear) {
+      EXPECT_DOUBLE_EQ(t.flops, 2.0 * 10 * n.K * n.N) << t.where;
+    }
   }
   // The ops are timed inside the two calls: together they cannot take longer.
   EXPECT_GT(op_seconds, 0.0);
   EXPECT_LE(op_seconds, wall);
   EXPECT_EQ(s->trace().size(), 2 * s->timings().size());
+}
+
+// The ISA is decided when the plan is built (graph/plan.hpp): a model loaded under an
+// override holds that ISA's kernels — element-wise, KV-cache converters, attention,
+// projections — and keeps them when the override changes afterwards, so its logits stay
+// bit-identical. (The old per-call lookup of the global ISA fails this whenever the two
+// ISAs round differently, which the last line reports.)
+TEST(Session, PlanKeepsItsIsaWhenTheOverrideChanges) {
+  using kernels::Isa;
+  if (!kernels::may_use(Isa::avx2)) GTEST_SKIP() << "the CPU has only the scalar kernels";
+  const Isa best = kernels::detected_isa();
+  auto load = [](Isa isa) {
+    EXPECT_TRUE(kernels::set_isa_override(isa));
+    std::shared_ptr<const Model> m = tiny();
+    kernels::clear_isa_override();
+    return m;
+  };
+  auto logits = [](const Model& m) {
+    SessionOptions o;
+    o.all_logits = true;
+    o.threads = 2;
+    o.kv_type = KvType::f16;  // the KV-cache converters run too
+    std::unique_ptr<Session> s;
+    EXPECT_TRUE(m.open_session(o, &s).ok());
+    EXPECT_TRUE(s->prefill(random_tokens(20, m.info().vocab_size, 5)).ok());
+    return s->all_logits();
+  };
+  const std::shared_ptr<const Model> scalar = load(Isa::scalar), fast = load(best);
+  ASSERT_TRUE(scalar && fast);
+  const graph::Plan& p = scalar->plan();
+  EXPECT_EQ(p.isa, Isa::scalar);
+  EXPECT_EQ(p.elementwise->isa, Isa::scalar);
+  EXPECT_EQ(p.kv_convert->isa, Isa::scalar);
+  EXPECT_EQ(p.attn_for(KvType::f16).isa, Isa::scalar);
+  EXPECT_EQ(fast->plan().isa, best);
+  EXPECT_EQ(fast->plan().elementwise->isa, best);
+
+  const std::vector<float> before = logits(*scalar);
+  ASSERT_TRUE(kernels::set_isa_override(best));
+  const std::vector<float> after = logits(*scalar);
+  kernels::clear_isa_override();
+  ASSERT_EQ(before.size(), after.size());
+  EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0);
+  const std::vector<float> other = logits(*fast);
+  std::cout << "[   INFO   ] scalar and " << kernels::isa_name(best) << " plans' logits differ by "
+            << max_abs(before.data(), other.data(), before.size()) << "\n";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@ TEST(RunPlan, VerbosePrintsThePlanPerNode) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("plan: isa "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("attention kernel attn_fwd_f32_"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("element-wise table elementwise_f32__"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("] linear "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("gemv_blocked:"), std::string::npos) << "the 1-row kernel of each projection\n" << r.err;
 }
@@ -31,6 +32,11 @@ TEST(RunPlan, ScalarIsaRunsAndSaysSo) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("plan: isa scalar"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("gemv_blocked:scalar"), std::string::npos) << r.err;
+  // every table the plan selected is the scalar line of its list
+  EXPECT_NE(r.err.find("element-wise table elementwise_f32__scalar, KV-cache converters kv_convert__scalar"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("attention kernel attn_fwd_f32_q4k64__scalar"), std::string::npos) << r.err;
 }
 
 }  // namespace
