@@ -1,41 +1,131 @@
 // Benchmarks of `headwise serve` (figures for bench/README.md; run under
-// `flock /tmp/bench.lock`):
-//   overhead     one streamed greedy request vs `headwise run` on the same prompt and
-//                threads: decode tokens/s of each, alternating, medians and ranges
-//   ttft         time to first token of a 512-token prompt (streamed, max_tokens 1)
-//                next to `headwise run`'s prefill of the same tokens
-//   concurrency  1/4/16/64 clients, each streaming one greedy request: aggregate
-//                generated tokens/s and p50/p99 of the time between a client's tokens
+// `flock /tmp/bench.lock`). Every figure is a median with its range over --repeats
+// runs, printed next to the load average (1 min, before the run) and the CPU time per
+// wall second of the process measured (how many cores it actually got):
+//   overhead     one streamed greedy request vs `headwise run` (fresh process) and
+//                `headwise bench` (warm, in-process decode) on the same prompt and
+//                threads, alternating: decode tokens/s and the ratios server/run, server/bench
+//   ttft         time to first token of a 512-token prompt (streamed, max_tokens 1) next
+//                to `headwise run`'s prefill of the same tokens
+//   concurrency  --clients levels (1/4/16/64), each client streaming one greedy request
+//                (--prompt-len token ids, --gen tokens): aggregate generated tokens/s,
+//                N clients / 1 client, p50/p99 time between a client's tokens, p50 TTFT
+//   llama-server the same sweep against llama.cpp's llama-server and headwise serve on
+//                one GGUF file (--llama-server BIN --gguf FILE): both --threads, f16 KV
+//                cache, greedy, ignore_eos, the same token-id prompts and max_tokens,
+//                llama-server with as many slots as clients (continuous batching);
+//                aggregate tokens/s of both, the ratio per level, and the ratio at equal
+//                p99 per-token latency (llama-server's curve interpolated at headwise's p99)
 // usage: node bench/serve_bench.mjs --headwise build/headwise [--models gpt2-small,llama-134m]
-//        [--threads 2] [--repeats 3] [--gen 64 (tokens per request)] [--only overhead|ttft|concurrency]
+//        [--threads 2] [--repeats 3] [--gen 64] [--prompt-len 32] [--clients 1,4,16,64]
+//        [--only overhead|ttft|concurrency|llama-server]
+//        [--llama-server /tmp/headwise-llama-cpp/build/bin/llama-server --gguf llama-134m-f32.gguf]
 import { spawn, execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 
-const opt = { models: 'gpt2-small,llama-134m', threads: '2', repeats: '3', only: '', gen: '64', overhead_model: '' };
-for (let i = 2; i < process.argv.length; i += 2) opt[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
-if (!opt.headwise) { console.error('usage: serve_bench.mjs --headwise BIN [...]'); process.exit(2); }
-const T = opt.threads;
+const opt = { models: 'gpt2-small,llama-134m', threads: '2', repeats: '3', only: '', gen: '64', 'prompt-len': '32',
+              clients: '1,4,16,64', 'llama-server': '', gguf: '', ctx: '256' };
+for (let i = 2; i < process.argv.length; i += 2) {
+  const k = process.argv[i].replace(/^--/, '');
+  if (!(k in opt) && k !== 'headwise') { console.error(`serve_bench.mjs: unknown option --${k}`); process.exit(2); }
+  opt[k] = process.argv[i + 1];
+}
+if (!opt.headwise) { console.error('usage: serve_bench.mjs --headwise BIN [...] (see the top of this file)'); process.exit(2); }
+const T = opt.threads, R = Number(opt.repeats), GEN = Number(opt.gen), PLEN = Number(opt['prompt-len']);
+const LEVELS = opt.clients.split(',').map(Number);
+if (opt['llama-server'] || opt.only === 'llama-server') {
+  // Checked before anything runs: a missing binary must not cost the other figures' time.
+  const bin = opt['llama-server'];
+  if (!bin || !existsSync(bin)) {
+    console.error(`serve_bench.mjs: --llama-server ${bin || '(not given)'} does not exist: build it with ` +
+                  'bench/build_llama_cpp.sh (it writes /tmp/headwise-llama-cpp/build/bin/llama-server), ' +
+                  'or leave --llama-server out for the headwise-only figures');
+    process.exit(2);
+  }
+  if (!opt.gguf || !existsSync(opt.gguf)) {
+    console.error(`serve_bench.mjs: --llama-server needs --gguf FILE, a GGUF both servers load (${opt.gguf || 'not given'}); ` +
+                  'e.g. /tmp/hw_compare_llama_cpp/llama-134m/llama-134m-f32.gguf, which bench/compare_llama_cpp.py ' +
+                  'writes, or `headwise convert HF_DIR --vocab ../shared/vocab/ggml-vocab-llama-spm.gguf -o F.gguf`');
+    process.exit(2);
+  }
+}
 
-const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+// ---- statistics and the conditions of a run ----
+const median = (v) => { const s = [...v].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const pct = (v, p) => { const s = [...v].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p / 100 * s.length))]; };
-const range = (v) => `${Math.min(...v).toFixed(1)}-${Math.max(...v).toFixed(1)}`;
+const f = (x, d = 1) => (x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(d));
+const mr = (v, d = 1) => `${f(median(v), d)} (${f(Math.min(...v), d)}-${f(Math.max(...v), d)})`;
 const ids = (n, seed) => Array.from({ length: n }, (_, i) => 3 + ((i * 7919 + seed * 104729) % 30000));
+const load1 = () => loadavg()[0];
+const TICK = 100;  // USER_HZ: /proc times are in 1/100 s on Linux
+// CPU seconds of a live process (user + system), or of this process's reaped children.
+const procCpu = (pid) => { try { const s = readFileSync(`/proc/${pid}/stat`, 'utf8'); const x = s.slice(s.lastIndexOf(')') + 2).split(' '); return (Number(x[11]) + Number(x[12])) / TICK; } catch { return NaN; } };
+const childrenCpu = () => { const s = readFileSync('/proc/self/stat', 'utf8'); const x = s.slice(s.lastIndexOf(')') + 2).split(' '); return (Number(x[13]) + Number(x[14])) / TICK; };
+// Runs fn while measuring the wall time, the load average before it and the CPU
+// seconds per wall second of `pid` (a server) or of the children it spawned and reaped.
+async function measured(pid, fn) {
+  const la = load1(), c0 = pid ? procCpu(pid) : childrenCpu(), t0 = performance.now();
+  const value = await fn();
+  const wall = (performance.now() - t0) / 1000, cpu = (pid ? procCpu(pid) : childrenCpu()) - c0;
+  return { value, la, cores: cpu / wall, wall };
+}
+const cond = (ms) => `[load ${mr(ms.map((m) => m.la), 1)}, cpu/wall ${mr(ms.map((m) => m.cores), 2)}]`;
 
-async function startServer(model, extra) {
-  const proc = spawn(opt.headwise, ['serve', '--synthetic', model, '--port', '0', '--threads', T, ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
+// ---- servers ----
+// Every server is killed when this script exits, also on an error (an orphan would hold
+// the ports, the cores and the pipe of whoever reads this script's output).
+const live = new Set();
+process.on('exit', () => { for (const p of live) try { p.kill('SIGKILL'); } catch { /* gone */ } });
+const track = (proc) => { live.add(proc); proc.on('exit', () => live.delete(proc)); return proc; };
+async function waitHealthy(url, proc, what) {
+  for (let i = 0; i < 1200; i++) {
+    if (proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode}`);
+    try { if ((await fetch(`${url}/health`)).status === 200) return; } catch { /* not up yet */ }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what} did not become healthy in 300 s`);
+}
+const stopper = (proc) => () => new Promise((r) => { if (proc.exitCode !== null) return r(); proc.on('exit', r); proc.kill('SIGTERM'); });
+
+// model: a --synthetic name, or a file path
+async function startHeadwise(model, extra) {
+  const src = existsSync(model) ? [model] : ['--synthetic', model];
+  const proc = track(spawn(opt.headwise, ['serve', ...src, '--port', '0', '--threads', T, ...extra], { stdio: ['ignore', 'pipe', 'inherit'] }));
   const port = await new Promise((res, rej) => {
     let out = '';
     proc.stdout.on('data', (d) => { out += d; const m = out.match(/127\.0\.0\.1:(\d+)/); if (m) res(Number(m[1])); });
-    proc.on('exit', (c) => rej(new Error(`server exited ${c}`)));
+    proc.on('exit', (c) => rej(new Error(`headwise serve exited ${c}`)));
   });
-  return { url: `http://127.0.0.1:${port}`, stop: () => new Promise((r) => { proc.on('exit', r); proc.kill('SIGTERM'); }) };
+  const url = `http://127.0.0.1:${port}`;
+  await waitHealthy(url, proc, 'headwise serve');
+  return { url, pid: proc.pid, stop: stopper(proc), name: 'headwise' };
 }
 
-// One streamed completion; returns the arrival time of every token event and usage.
-async function stream(url, prompt, maxTokens) {
+let llamaPort = 18000 + (process.pid % 1000) * 10;
+async function startLlamaServer(slots, ctxPerSlot) {
+  const port = llamaPort++;
+  // -np slots with continuous batching (-cb), ctxPerSlot positions each; f16 KV (its
+  // default); no prompt cache reuse between requests (the requests say cache_prompt false).
+  const args = ['-m', opt.gguf, '--host', '127.0.0.1', '--port', String(port), '-t', T, '-tb', T,
+                '-np', String(slots), '-c', String(slots * ctxPerSlot), '-cb', '-b', '2048', '-ub', '512'];
+  const proc = track(spawn(opt['llama-server'], args, { stdio: ['ignore', 'ignore', 'pipe'] }));
+  let err = '';
+  proc.stderr.on('data', (d) => { err = (err + d).slice(-4000); });
+  const url = `http://127.0.0.1:${port}`;
+  try { await waitHealthy(url, proc, 'llama-server'); } catch (e) { proc.kill('SIGKILL'); throw new Error(`${e.message}\n${err}`); }
+  return { url, pid: proc.pid, stop: stopper(proc), name: 'llama-server' };
+}
+
+// One streamed completion: the arrival time of every token event and the usage.
+// Without a tokenizer headwise's text is "id\n" per token (one event may carry several
+// when the client reads late); with one, each event with text is one token.
+async function stream(url, prompt, maxTokens, extra = {}) {
   const t0 = performance.now();
   const r = await fetch(`${url}/v1/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true,
+                           stream_options: { include_usage: true }, ...extra }),
   });
   if (r.status !== 200) throw new Error(`status ${r.status}: ${await r.text()}`);
   const times = [];
@@ -51,19 +141,25 @@ async function stream(url, prompt, maxTokens) {
       if (!ev.startsWith('data: ') || ev === 'data: [DONE]') continue;
       const j = JSON.parse(ev.slice(6));
       if (j.usage) usage = j.usage;
-      // no tokenizer: each token's text is "id\n", one event per token
-      for (const c of j.choices) for (let n = (c.text.match(/\n/g) || []).length; n > 0; n--) times.push(now);
+      for (const c of j.choices || []) {
+        if (!c.text) continue;
+        const nl = /^(\d+\n)+$/.test(c.text) ? c.text.split('\n').length - 1 : 1;
+        for (let n = 0; n < nl; n++) times.push(now);
+      }
     }
   }
-  return { t0, times, usage };
+  const tokens = usage?.completion_tokens ?? times.length;
+  return { t0, times, tokens };
 }
 
+// ---- measurements ----
 function run(model, tokens, steps) {
   return new Promise((res, rej) => execFile(opt.headwise, ['run', '--synthetic', model, '--tokens', tokens.join(','), '-n', String(steps),
     '--temp', '0', '--threads', T], { maxBuffer: 1 << 24 }, (e, out, err) => {
     if (e) return rej(e);
     const m = err.match(/prompt (\d+) tokens, ([\d.]+) tokens\/s \| generated (\d+) tokens, ([\d.]+) tokens\/s/);
-    res({ prefill_tps: Number(m[2]), gen: Number(m[3]), gen_tps: Number(m[4]), out });
+    if (!m) return rej(new Error(`headwise run printed no rates:\n${err}`));
+    res({ prefill_tps: Number(m[2]), gen: Number(m[3]), gen_tps: Number(m[4]) });
   }));
 }
 
@@ -73,67 +169,133 @@ function benchDecode(model, promptLen, gen) {
   return new Promise((res, rej) => execFile(opt.headwise, ['bench', '--synthetic', model, '--prompt-len', String(promptLen),
     '--gen-len', String(gen), '--threads', T, '--no-peak', '--json'], { maxBuffer: 1 << 26 }, (e, out) => {
     if (e) return rej(e);
-    const j = JSON.parse(out);
-    const d = j.decode?.tokens_per_s;
+    const d = JSON.parse(out).decode?.tokens_per_s;
     res(typeof d === 'number' ? d : d?.median);
   }));
 }
 
 async function overhead(model) {
-  const prompt = ids(16, 1), gen = Number(opt.gen);
-  const srv = await startServer(model, ['--max-sessions', '1', '--max-context', '512']);
+  const prompt = ids(16, 1);
+  const srv = await startHeadwise(model, ['--max-sessions', '1', '--max-context', String(Math.max(256, prompt.length + GEN + 8))]);
   await stream(srv.url, prompt, 4);
-  const s = [], r = [];
-  for (let i = 0; i < Number(opt.repeats); i++) {
-    const x = await stream(srv.url, prompt, gen);
-    s.push((x.times.length - 1) / ((x.times.at(-1) - x.times[0]) / 1000));
-    r.push((await run(model, prompt, prompt.length + gen - 1)).gen_tps);
+  const s = [], r = [], b = [];
+  for (let i = 0; i < R; i++) {
+    s.push(await measured(srv.pid, async () => { const x = await stream(srv.url, prompt, GEN); return (x.times.length - 1) / ((x.times.at(-1) - x.times[0]) / 1000); }));
+    r.push(await measured(0, async () => (await run(model, prompt, prompt.length + GEN - 1)).gen_tps));
   }
   await srv.stop();
-  const b = [];
-  for (let i = 0; i < Number(opt.repeats); i++) b.push(await benchDecode(model, prompt.length, gen));
-  console.log(`overhead ${model}: headwise bench (warm, in-process) decode ${median(b).toFixed(2)} tokens/s (${range(b)}): ` +
-              `server/bench ${(median(s) / median(b)).toFixed(3)}`);
-  console.log(`overhead ${model}: one streamed greedy request ${median(s).toFixed(2)} tokens/s (${range(s)}), ` +
-              `headwise run ${median(r).toFixed(2)} tokens/s (${range(r)}): server/run ${(median(s) / median(r)).toFixed(3)} ` +
-              `(${((1 - median(s) / median(r)) * 100).toFixed(1)}% slower; goal < 3%)`);
+  for (let i = 0; i < R; i++) b.push(await measured(0, () => benchDecode(model, prompt.length, GEN)));
+  const v = (m) => m.map((x) => x.value);
+  const ms = median(v(s)), mrun = median(v(r)), mb = median(v(b));
+  console.log(`overhead ${model}: one streamed greedy request ${mr(v(s), 2)} tokens/s ${cond(s)}`);
+  console.log(`overhead ${model}: headwise run (fresh process) ${mr(v(r), 2)} tokens/s ${cond(r)}`);
+  console.log(`overhead ${model}: headwise bench (warm, in-process) decode ${mr(v(b), 2)} tokens/s ${cond(b)}`);
+  console.log(`overhead ${model}: server/bench ${f(ms / mb, 3)} (${f((1 - ms / mb) * 100)}% slower; goal < 3%), ` +
+              `server/run ${f(ms / mrun, 3)}`);
 }
 
 async function ttft(model) {
   const prompt = ids(512, 2);
-  const srv = await startServer(model, ['--max-sessions', '1', '--max-context', '1024', '--prefill-chunk', '512']);
+  const srv = await startHeadwise(model, ['--max-sessions', '1', '--max-context', '1024', '--prefill-chunk', '512']);
   await stream(srv.url, ids(8, 3), 1);
   const t = [], p = [];
-  for (let i = 0; i < Number(opt.repeats); i++) {
-    const x = await stream(srv.url, prompt, 1);
-    t.push(x.times[0] - x.t0);
-    p.push(512 / (await run(model, prompt, 513)).prefill_tps * 1000);
+  for (let i = 0; i < R; i++) {
+    t.push(await measured(srv.pid, async () => { const x = await stream(srv.url, prompt, 1); return x.times[0] - x.t0; }));
+    p.push(await measured(0, async () => 512 / (await run(model, prompt, 513)).prefill_tps * 1000));
   }
   await srv.stop();
-  console.log(`ttft ${model}: 512-token prompt, time to first token ${median(t).toFixed(0)} ms (${range(t)}); ` +
-              `headwise run's prefill of it ${median(p).toFixed(0)} ms (${range(p)})`);
+  const v = (m) => m.map((x) => x.value);
+  console.log(`ttft ${model}: 512-token prompt, time to first token ${mr(v(t), 0)} ms ${cond(t)}; ` +
+              `headwise run's prefill of it ${mr(v(p), 0)} ms ${cond(p)}: ratio ${f(median(v(t)) / median(v(p)), 3)}`);
+}
+
+// One level: `clients` at once, each streaming a request with its own prompt.
+// Returns aggregate tokens/s, per-token gaps (ms) and times to first token (ms).
+async function level(srv, clients, round, extra) {
+  const t0 = performance.now();
+  const res = await Promise.all(Array.from({ length: clients }, (_, c) => stream(srv.url, ids(PLEN, 10 + c + 1000 * round), GEN, extra)));
+  const wall = (performance.now() - t0) / 1000;
+  const tokens = res.reduce((s, x) => s + x.tokens, 0);
+  return { tps: tokens / wall, tokens, gaps: res.flatMap((x) => x.times.slice(1).map((t, i) => t - x.times[i])),
+           first: res.map((x) => x.times[0] - x.t0) };
+}
+
+// The sweep on one server (started per level by `start(clients)`, or one for all).
+// Returns per level {clients, tps[], p50, p99, ttft, ms[]}.
+async function sweep(label, start, extra) {
+  const out = [];
+  let shared = null;
+  for (const clients of LEVELS) {
+    const srv = shared || (await start(clients));
+    if (srv.shared) shared = srv;
+    await stream(srv.url, ids(8, 3), 2, extra);  // warm-up
+    const ms = [], gaps = [], first = [];
+    for (let i = 0; i < R; i++) {
+      const m = await measured(srv.pid, () => level(srv, clients, i, extra));
+      ms.push(m);
+      gaps.push(...m.value.gaps);
+      first.push(...m.value.first);
+    }
+    if (!srv.shared) await srv.stop();
+    const tps = ms.map((m) => m.value.tps);
+    const row = { clients, tps, p50: pct(gaps, 50), p99: pct(gaps, 99), ttft: pct(first, 50), ms };
+    out.push(row);
+    const base = out.find((x) => x.clients === 1);
+    console.log(`${label}: ${String(clients).padStart(2)} clients x ${GEN} tokens: ${mr(tps)} tokens/s aggregate` +
+                (base && clients !== 1 ? ` (${f(median(tps) / median(base.tps), 2)}x 1 client)` : '') +
+                `, per-token p50 ${f(row.p50)} ms p99 ${f(row.p99)} ms, TTFT p50 ${f(row.ttft, 0)} ms ${cond(ms)}`);
+  }
+  if (shared) await shared.stop();
+  return out;
 }
 
 async function concurrency(model) {
-  const srv = await startServer(model, ['--max-sessions', '64', '--queue', '64', '--max-context', '256']);
-  await stream(srv.url, ids(8, 3), 2);
-  for (const clients of [1, 4, 16, 64]) {
-    const gen = Number(opt.gen);
-    const t0 = performance.now();
-    const res = await Promise.all(Array.from({ length: clients }, (_, c) => stream(srv.url, ids(32, 10 + c), gen)));
-    const wall = (performance.now() - t0) / 1000;
-    const tokens = res.reduce((s, x) => s + x.usage.completion_tokens, 0);
-    const gaps = res.flatMap((x) => x.times.slice(1).map((t, i) => t - x.times[i]));
-    const first = res.map((x) => x.times[0] - x.t0);
-    console.log(`concurrency ${model}: ${String(clients).padStart(2)} clients x ${gen} tokens: ${(tokens / wall).toFixed(1)} tokens/s aggregate, ` +
-                `per-token latency p50 ${pct(gaps, 50).toFixed(1)} ms p99 ${pct(gaps, 99).toFixed(1)} ms, ` +
-                `time to first token p50 ${pct(first, 50).toFixed(0)} ms (${wall.toFixed(1)} s)`);
-  }
-  await srv.stop();
+  const top = Math.max(...LEVELS);
+  const srv = await startHeadwise(model, ['--max-sessions', String(top), '--queue', String(top), '--max-context', opt.ctx]);
+  srv.shared = true;
+  await sweep(`concurrency ${model}`, async () => srv);
 }
 
-for (const model of opt.models.split(',')) {
-  if (!opt.only || opt.only === 'overhead') await overhead(model);
-  if (!opt.only || opt.only === 'ttft') await ttft(model);
-  if (!opt.only || opt.only === 'concurrency') await concurrency(model);
+// llama-server's aggregate tokens/s at p99 latency `p`, interpolated on its sweep
+// (log-log between the two levels around p); undefined outside the measured range.
+function atP99(rows, p) {
+  const pts = rows.map((r) => [r.p99, median(r.tps)]).sort((a, b) => a[0] - b[0]);
+  for (let i = 0; i + 1 < pts.length; i++) {
+    const [x0, y0] = pts[i], [x1, y1] = pts[i + 1];
+    if (p >= x0 && p <= x1) {
+      if (x1 === x0) return Math.max(y0, y1);
+      const w = (Math.log(p) - Math.log(x0)) / (Math.log(x1) - Math.log(x0));
+      return Math.exp(Math.log(y0) + w * (Math.log(y1) - Math.log(y0)));
+    }
+  }
+  return pts.length === 1 && pts[0][0] === p ? pts[0][1] : undefined;
 }
+
+async function llamaServer() {
+  const top = Math.max(...LEVELS);
+  const ctx = Number(opt.ctx);
+  const extra = { ignore_eos: true, cache_prompt: false };
+  console.log(`llama-server comparison on ${opt.gguf}: ${T} threads, f16 KV cache, ${PLEN}-token prompts (ids), ` +
+              `${GEN} tokens each, greedy, ignore_eos; ${R} rounds per level`);
+  const hw = await sweep('headwise serve', async () => {
+    const s = await startHeadwise(opt.gguf, ['--max-sessions', String(top), '--queue', String(top), '--max-context', String(ctx), '--kv-type', 'f16']);
+    s.shared = true;
+    return s;
+  }, extra);
+  const lc = await sweep('llama-server  ', (clients) => startLlamaServer(clients, ctx), extra);
+  for (let i = 0; i < hw.length; i++) {
+    const h = hw[i], l = lc[i], eq = atP99(lc, h.p99);
+    console.log(`ratio ${String(h.clients).padStart(2)} clients: headwise/llama-server aggregate ${f(median(h.tps) / median(l.tps), 2)} ` +
+                `(p99 ${f(h.p99)} vs ${f(l.p99)} ms); at headwise's p99 ${f(h.p99)} ms llama-server gives ` +
+                (eq === undefined ? 'n/a (outside its measured p99 range)' : `${f(eq)} tokens/s: ratio ${f(median(h.tps) / eq, 2)} (goal >= 1.2)`));
+  }
+}
+
+const want = (what) => (opt.only ? opt.only === what : what !== 'llama-server' || opt['llama-server']);
+console.log(`serve_bench: ${new Date().toISOString()}, ${T} threads, ${R} repeats, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+for (const model of opt.models.split(',').filter(Boolean)) {
+  if (want('overhead')) await overhead(model);
+  if (want('ttft')) await ttft(model);
+  if (want('concurrency')) await concurrency(model);
+}
+if (want('llama-server')) await llamaServer();

@@ -134,15 +134,34 @@ class Run {
         // sequence (one per sequence in a batched decode, where every sequence has one).
         const View x = at(n.in[0]);
         const int V = g_.settings.vocab_size;
-        if (s_.all_logits || s_.seqs.size() > 1)
+        const int nseq = static_cast<int>(s_.seqs.size());
+        if (s_.all_logits || nseq == M)
           return plan_.linears[i][0]->run(x.p, x.stride, s_.logits, V, M, th, s_.scratch);
-        return plan_.linears[i][0]->run(x.p + (M - 1) * x.stride, x.stride, s_.logits, V, 1, th,
-                                        s_.scratch);
+        if (nseq == 1)
+          return plan_.linears[i][0]->run(x.p + (M - 1) * x.stride, x.stride, s_.logits, V, 1, th,
+                                          s_.scratch);
+        return last_rows_logits(i, n, x);
       }
       case OpKind::Count:
         break;
     }
     return Status(StatusCode::internal, n.where + ": unknown op");
+  }
+
+  // Several sequences of which some have more than one row (prompt chunks batched with
+  // decode steps): logits for the last row of each, one row per sequence in order, in
+  // one GEMM. The last rows are first moved up to rows 0..nseq-1 of the input, in place:
+  // the graph ends with this node (graph.cpp checks it), so nothing reads the input
+  // after it; and sequence q's last row is at or below row q and above every later
+  // sequence's rows, so no row is overwritten before it is moved.
+  Status last_rows_logits(int i, const Node& n, const View& x) const {
+    const int V = g_.settings.vocab_size, nseq = static_cast<int>(s_.seqs.size());
+    const int cols = g_.values[n.in[0]].cols;
+    for (int q = 0; q < nseq; ++q) {
+      const int last = s_.seqs[q].row0 + s_.seqs[q].rows - 1;
+      if (last != q) std::memmove(x.p + q * x.stride, x.p + last * x.stride, cols * sizeof(float));
+    }
+    return plan_.linears[i][0]->run(x.p, x.stride, s_.logits, V, nseq, threads_, s_.scratch);
   }
 
   Status run() {
@@ -179,12 +198,19 @@ class Run {
     // Several sequences (batched decode): one sequence per thread, each on its own
     // cache, rather than every sequence split over all threads — one parallel region
     // per node instead of one per sequence, and no merge of split keys for short ones.
+    // Sequences with several rows (prompt chunks in a mixed step) come first, each over
+    // all threads.
     if (nseq > 1 && !hook && threads_ > 1) {
       Status first;
-      const int nt = std::min(nseq, threads_);
+      std::vector<int> single;
+      for (int i = 0; i < nseq; ++i)
+        if (s_.seqs[i].rows > 1) HW_RETURN_IF_ERROR(sequence_attention(n, s_.seqs[i], threads_));
+        else single.push_back(i);
+      const int ns = static_cast<int>(single.size());
+      const int nt = std::max(1, std::min(ns, threads_));
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-      for (int i = 0; i < nseq; ++i) {
-        const Status st = sequence_attention(n, s_.seqs[i], 1);
+      for (int j = 0; j < ns; ++j) {
+        const Status st = sequence_attention(n, s_.seqs[single[j]], 1);
         if (!st.ok()) {
 #pragma omp critical(headwise_attention_error)
           if (first.ok()) first = st;
@@ -284,7 +310,7 @@ class Run {
         t->bytes += weight_bytes(i);
         break;
       case OpKind::logits: {
-        const double rows = (s_.all_logits || s_.seqs.size() > 1) ? M : 1;
+        const double rows = s_.all_logits ? M : static_cast<double>(s_.seqs.size());
         t->flops += 2.0 * rows * n.K * n.N;
         t->bytes += weight_bytes(i);
         break;

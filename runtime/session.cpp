@@ -87,59 +87,81 @@ Status Session::prefill(const int32_t* tokens, int n) {
 
 Status Session::decode_batch(Session* const* sessions, const int32_t* tokens, int n, int threads) {
   if (n <= 0 || !sessions || !tokens) return invalid_argument("decode_batch: no sessions");
-  if (!sessions[0]) return invalid_argument("decode_batch: session 0 is null");
+  const std::vector<int> ones(n, 1);
+  return step_batch(sessions, tokens, ones.data(), n, threads, "decode_batch");
+}
+
+Status Session::step_batch(Session* const* sessions, const int32_t* tokens, const int* counts, int n,
+                           int threads) {
+  return step_batch(sessions, tokens, counts, n, threads, "step_batch");
+}
+
+Status Session::step_batch(Session* const* sessions, const int32_t* tokens, const int* counts, int n,
+                           int threads, const char* fn) {
+  const std::string f = fn;
+  if (n <= 0 || !sessions || !tokens || !counts) return invalid_argument(f + ": no sessions");
+  if (!sessions[0]) return invalid_argument(f + ": session 0 is null");
   const Model* model = &sessions[0]->model();
+  int64_t rows = 0;
   for (int i = 0; i < n; ++i) {
-    if (!sessions[i]) return invalid_argument("decode_batch: session " + std::to_string(i) + " is null");
+    if (!sessions[i]) return invalid_argument(f + ": session " + std::to_string(i) + " is null");
     if (&sessions[i]->model() != model)
-      return invalid_argument("decode_batch: session " + std::to_string(i) + " belongs to another model");
+      return invalid_argument(f + ": session " + std::to_string(i) + " belongs to another model");
     for (int j = 0; j < i; ++j)
       if (sessions[j] == sessions[i])
-        return invalid_argument("decode_batch: session " + std::to_string(i) + " appears twice");
-    const Status s = check_tokens(*sessions[i], tokens + i, 1);
-    if (!s.ok()) return Status(s.code(), "decode_batch: session " + std::to_string(i) + ": " + s.message());
+        return invalid_argument(f + ": session " + std::to_string(i) + " appears twice");
+    if (counts[i] <= 0)
+      return invalid_argument(f + ": session " + std::to_string(i) + " has " + std::to_string(counts[i]) +
+                              " tokens (at least 1)");
+    const Status s = check_tokens(*sessions[i], tokens + rows, counts[i]);
+    if (!s.ok()) return Status(s.code(), f + ": session " + std::to_string(i) + ": " + s.message());
+    rows += counts[i];
   }
-  if (n == 1) {  // a batch of one is a plain decode, at the threads asked for
+  if (rows > (int64_t(1) << 20)) return invalid_argument(f + ": " + std::to_string(rows) + " rows in one pass");
+  if (n == 1) {  // one session: its own prefill/decode (chunked), at the threads asked for
     const int own = sessions[0]->threads_;
     if (threads) sessions[0]->threads_ = threads;
-    const Status s = sessions[0]->decode(tokens[0]);
+    const Status s = sessions[0]->prefill(tokens, counts[0]);
     sessions[0]->threads_ = own;
     return s;
   }
 
+  const int M = static_cast<int>(rows);
   const graph::Plan& plan = model->plan();
   const int vocab = model->info().vocab_size;
-  // The batched rows use the first session's memory, grown to n rows if need be (its
+  // The batched rows use the first session's memory, grown to M rows if need be (its
   // arena and logits hold nothing between steps).
   SessionBuffers& lb = *sessions[0]->buf_;
-  if (!lb.arena.resize(size_t(plan.graph.arena_cols) * n) || !lb.logits.resize(size_t(n) * vocab))
-    return out_of_memory("decode_batch: out of memory for " + std::to_string(n) + " rows");
-  if (lb.pos.size() < size_t(n)) lb.pos.resize(n);
+  if (!lb.arena.resize(size_t(plan.graph.arena_cols) * M) || !lb.logits.resize(size_t(n) * vocab))
+    return out_of_memory(f + ": out of memory for " + std::to_string(M) + " rows");
+  if (lb.pos.size() < size_t(M)) lb.pos.resize(M);
   int32_t* pos = lb.pos.data();
   float* logits = lb.logits.data();
   Session* lead = sessions[0];
   Step step;
-  step.M = n;
+  step.M = M;
   step.tokens = tokens;
-  for (int i = 0; i < n; ++i) {
-    pos[i] = sessions[i]->pos_;
-    step.seqs.push_back(StepSeq{sessions[i], sessions[i]->buf_.get(), i, 1, sessions[i]->pos_});
+  for (int i = 0, r = 0; i < n; r += counts[i], ++i) {
+    Session* s = sessions[i];
+    for (int k = 0; k < counts[i]; ++k) pos[r + k] = s->pos_ + k;
+    step.seqs.push_back(StepSeq{s, s->buf_.get(), r, counts[i], s->pos_});
   }
   step.pos = pos;
   step.arena = lb.arena.data();
   step.logits = logits;
   step.threads = threads ? threads : lead->threads_;
-  step.scratch = lead->buf_->linear_scratch_for(plan, n);
-  if (!step.scratch) return Status(StatusCode::internal, "decode_batch: out of memory");
+  step.scratch = lead->buf_->linear_scratch_for(plan, M);
+  if (!step.scratch) return Status(StatusCode::internal, f + ": out of memory");
   if (lead->profile_ && lead->timings_.empty()) init_timings(plan, &lead->timings_);
   step.timings = lead->profile_ ? &lead->timings_ : nullptr;
   step.trace = lead->profile_ ? &lead->trace_ : nullptr;
   HW_RETURN_IF_ERROR(execute(plan, step));
+  // The executor wrote one logits row per sequence (its last token's), in order.
   for (int i = 0; i < n; ++i) {
     Session* s = sessions[i];
     if (i > 0) std::memcpy(s->buf_->logits.data(), logits + size_t(i) * vocab, vocab * sizeof(float));
     s->last_logits_row_ = 0;
-    s->pos_ += 1;
+    s->pos_ += counts[i];
   }
   return Status::Ok();
 }

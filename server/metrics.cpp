@@ -11,6 +11,17 @@ std::string num(double v) {
   return b;
 }
 
+// A metric family's # HELP and # TYPE lines.
+void family(std::string* o, const char* name, const char* type, const char* help) {
+  *o += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+// A family with one unlabelled sample.
+void single(std::string* o, const char* name, const char* type, const char* help, int64_t value) {
+  family(o, name, type, help);
+  *o += std::string(name) + " " + std::to_string(value) + "\n";
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds)
@@ -83,37 +94,22 @@ uint64_t Metrics::requests(int status) const {
 std::string Metrics::render(int queue_length, int active_sessions, int max_sessions) const {
   std::lock_guard<std::mutex> l(mu_);
   std::string o;
-  o += "# HELP headwise_requests_total HTTP requests answered, by endpoint and status code.\n"
-       "# TYPE headwise_requests_total counter\n";
+  family(&o, "headwise_requests_total", "counter", "HTTP requests answered, by endpoint and status code.");
   for (const auto& [key, count] : requests_)
     o += "headwise_requests_total{endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) +
          "\"} " + std::to_string(count) + "\n";
-  o += "# HELP headwise_prompt_tokens_total Prompt tokens processed.\n"
-       "# TYPE headwise_prompt_tokens_total counter\n"
-       "headwise_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
-  o += "# HELP headwise_completion_tokens_total Tokens generated.\n"
-       "# TYPE headwise_completion_tokens_total counter\n"
-       "headwise_completion_tokens_total " + std::to_string(completion_tokens_) + "\n";
-  o += "# HELP headwise_requests_cancelled_total Generations stopped early: client gone, timeout or shutdown.\n"
-       "# TYPE headwise_requests_cancelled_total counter\n"
-       "headwise_requests_cancelled_total " + std::to_string(cancelled_) + "\n";
-  o += "# HELP headwise_queue_length Requests waiting for a session.\n"
-       "# TYPE headwise_queue_length gauge\n"
-       "headwise_queue_length " + std::to_string(queue_length) + "\n";
-  o += "# HELP headwise_active_sessions Sequences being prefilled or decoded.\n"
-       "# TYPE headwise_active_sessions gauge\n"
-       "headwise_active_sessions " + std::to_string(active_sessions) + "\n";
-  o += "# HELP headwise_max_sessions Sessions the server runs at once (--max-sessions).\n"
-       "# TYPE headwise_max_sessions gauge\n"
-       "headwise_max_sessions " + std::to_string(max_sessions) + "\n";
-  o += "# HELP headwise_time_to_first_token_seconds From arrival to the first generated token.\n"
-       "# TYPE headwise_time_to_first_token_seconds histogram\n";
+  single(&o, "headwise_prompt_tokens_total", "counter", "Prompt tokens processed.", prompt_tokens_);
+  single(&o, "headwise_completion_tokens_total", "counter", "Tokens generated.", completion_tokens_);
+  single(&o, "headwise_requests_cancelled_total", "counter",
+         "Generations stopped early: client gone, timeout or shutdown.", static_cast<int64_t>(cancelled_));
+  single(&o, "headwise_queue_length", "gauge", "Requests waiting for a session.", queue_length);
+  single(&o, "headwise_active_sessions", "gauge", "Sequences being prefilled or decoded.", active_sessions);
+  single(&o, "headwise_max_sessions", "gauge", "Sessions the server runs at once (--max-sessions).", max_sessions);
+  family(&o, "headwise_time_to_first_token_seconds", "histogram", "From arrival to the first generated token.");
   ttft_.render("headwise_time_to_first_token_seconds", &o);
-  o += "# HELP headwise_token_latency_seconds Time between successive generated tokens of a sequence.\n"
-       "# TYPE headwise_token_latency_seconds histogram\n";
+  family(&o, "headwise_token_latency_seconds", "histogram", "Time between successive generated tokens of a sequence.");
   token_latency_.render("headwise_token_latency_seconds", &o);
-  o += "# HELP headwise_decode_batch_size Sequences advanced together by one decode step.\n"
-       "# TYPE headwise_decode_batch_size histogram\n";
+  family(&o, "headwise_decode_batch_size", "histogram", "Sequences advanced together by one decode step.");
   batch_.render("headwise_decode_batch_size", &o);
   return o;
 }

@@ -98,6 +98,7 @@ ApiError parse_common(const json& body, ParsedRequest* out) {
     }
   }
   SamplingParams& sp = out->sampling;
+  if (ApiError e = get_bool(body, "ignore_eos", &sp.ignore_eos)) return e;
   double t = sp.temperature, p = sp.top_p;
   if (ApiError e = get_number(body, "temperature", 0, 2, false, &t)) return e;
   if (ApiError e = get_number(body, "top_p", 0, 1, true, &p)) return e;

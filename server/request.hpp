@@ -20,6 +20,8 @@ struct SamplingParams {
   uint64_t seed = 0;
   std::vector<std::string> stop;  // up to 4 non-empty strings
   int logprobs = -1;            // -1: none; else how many alternatives per token (0-20)
+  bool ignore_eos = false;      // llama-server's and vLLM's extension: generate through the
+                                // end-of-text ids (benchmarks with a fixed length)
 };
 
 struct ParsedRequest {

@@ -1,5 +1,7 @@
 #include "server/scheduler.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -166,7 +168,7 @@ bool Scheduler::emit(Seq* s, int32_t token) {
     chunk.logprobs.push_back(std::move(tl));
   }
 
-  if (opt_.end_tokens.count(token)) {
+  if (opt_.end_tokens.count(token) && !job.sampling.ignore_eos) {
     chunk.text = s->text.flush();
     if (!chunk.text.empty() || !chunk.logprobs.empty()) job.push(std::move(chunk));
     s->reason = "stop";
@@ -193,7 +195,9 @@ void Scheduler::loop() {
   std::vector<Seq> running;
   std::vector<Session*> batch;
   std::vector<int32_t> tokens;
-  std::vector<size_t> which;
+  std::vector<int> counts;
+  std::vector<size_t> which, todo;
+  std::vector<int32_t> sampled;
   for (;;) {
     // 1. Drop what must go; admit.
     {
@@ -241,51 +245,49 @@ void Scheduler::loop() {
       }
     }
 
-    // 2. Prefill, at most prefill_chunk prompt tokens this step.
-    int budget = opt_.prefill_chunk;
-    for (size_t i = 0; i < running.size() && budget > 0;) {
-      Seq& s = running[i];
-      if (s.decoding) {
-        ++i;
-        continue;
-      }
-      const int n = static_cast<int>(s.job->prompt.size());
-      const int k = std::min(n - s.prefilled, budget);
-      Status st = s.session->prefill(s.job->prompt.data() + s.prefilled, k);
-      budget -= k;
-      s.prefilled += k;
-      bool done = false;
-      if (!st.ok()) {
-        s.error.status = 500;
-        s.error.type = "server_error";
-        s.error.message = st.message();
-        done = true;
-      } else if (s.prefilled == n) {
-        s.decoding = true;
-        s.last = s.job->prompt.back();
-        done = emit(&s, s.sampler->sample(s.session->logits()));
-      }
-      if (done) {
-        release(&s);
-        running.erase(running.begin() + i);
-      } else {
-        ++i;
-      }
-    }
-
-    // 3. One token for every decoding sequence, in one batched pass.
+    // 2. One pass over the model for every sequence: the next token of each decoding
+    //    one, and prompt chunks of those still prefilling, at most prefill_chunk prompt
+    //    tokens in all. Each projection is one GEMM with M = all these rows.
     batch.clear();
     tokens.clear();
+    counts.clear();
     which.clear();
-    for (size_t i = 0; i < running.size(); ++i)
-      if (running[i].decoding && running[i].generated > 0) {
-        batch.push_back(running[i].session);
-        tokens.push_back(running[i].last);
-        which.push_back(i);
+    int budget = opt_.prefill_chunk, decoding = 0;
+    for (size_t i = 0; i < running.size(); ++i) {
+      Seq& s = running[i];
+      int k = 1;
+      if (s.decoding) {
+        tokens.push_back(s.last);
+        ++decoding;
+      } else {
+        k = std::min(static_cast<int>(s.job->prompt.size()) - s.prefilled, budget);
+        if (k <= 0) continue;
+        budget -= k;
+        tokens.insert(tokens.end(), s.job->prompt.begin() + s.prefilled, s.job->prompt.begin() + s.prefilled + k);
       }
+      batch.push_back(s.session);
+      counts.push_back(k);
+      which.push_back(i);
+    }
     if (batch.empty()) continue;
-    metrics_->observe_batch(static_cast<int>(batch.size()));
-    Status st = Session::decode_batch(batch.data(), tokens.data(), static_cast<int>(batch.size()), opt_.threads);
+    if (decoding > 0) metrics_->observe_batch(decoding);
+    const Status st = Session::step_batch(batch.data(), tokens.data(), counts.data(), static_cast<int>(batch.size()),
+                                          opt_.threads);
+    // 3. Sample a token for every sequence with logits to sample from (decoding, or its
+    //    prompt just done). At temperature > 0 that is a softmax over the vocabulary per
+    //    sequence, so they are spread over the compute threads (each has its own sampler).
+    sampled.assign(which.size(), -1);
+    todo.clear();
+    for (size_t b = 0; b < which.size() && st.ok(); ++b) {
+      const Seq& s = running[which[b]];
+      if (s.decoding || s.prefilled + counts[b] == static_cast<int>(s.job->prompt.size())) todo.push_back(b);
+    }
+    const int nt = std::max(1, std::min(static_cast<int>(todo.size()), opt_.threads > 0 ? opt_.threads : omp_get_max_threads()));
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    for (size_t t = 0; t < todo.size(); ++t) {
+      Seq& s = running[which[todo[t]]];
+      sampled[todo[t]] = s.sampler->sample(s.session->logits());
+    }
     std::vector<bool> ended(running.size(), false);
     for (size_t b = 0; b < which.size(); ++b) {
       Seq& s = running[which[b]];
@@ -294,9 +296,15 @@ void Scheduler::loop() {
         s.error.type = "server_error";
         s.error.message = st.message();
         ended[which[b]] = true;
-      } else {
-        ended[which[b]] = emit(&s, s.sampler->sample(s.session->logits()));
+        continue;
       }
+      if (!s.decoding) {
+        s.prefilled += counts[b];
+        if (s.prefilled < static_cast<int>(s.job->prompt.size())) continue;
+        s.decoding = true;
+        s.last = s.job->prompt.back();
+      }
+      ended[which[b]] = emit(&s, sampled[b]);
     }
     for (size_t i = running.size(); i-- > 0;)
       if (ended[i]) {

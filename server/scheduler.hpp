@@ -1,12 +1,15 @@
 // Continuous batching: one thread owns the model's compute. Each step it
 //   1. drops sequences whose client left, whose deadline passed, or (shutting down)
 //      whose grace period ended, and admits waiting jobs into free sessions;
-//   2. prefills admitted prompts, at most `prefill_chunk` tokens per step in total, so
-//      a long prompt delays the running sequences by one chunk's time per step, not by
-//      the whole prompt;
-//   3. advances every decoding sequence by one token with one Session::decode_batch.
+//   2. runs ONE Session::step_batch over every sequence: the next token of each
+//      decoding sequence and prompt chunks of the admitted ones, at most
+//      `prefill_chunk` prompt tokens in all, so a long prompt delays the running
+//      sequences by one chunk's time per step, not by the whole prompt, and prompts and
+//      decodes share one pass over the weights (one GEMM per projection);
+//   3. samples a token for every sequence whose prompt is done (spread over the compute
+//      threads: a softmax over the vocabulary each) and hands it to its job.
 // Sequences join and leave between steps. HTTP threads only submit jobs and read
-// their output.
+// their output (text chunks; the JSON and the socket writes are theirs).
 #pragma once
 
 #include <condition_variable>

@@ -17,7 +17,8 @@ void usage(std::FILE* f) {
   for (const std::string& n : Model::synthetic_names()) names += (names.empty() ? "" : ", ") + n;
   std::fprintf(f,
       "usage: headwise serve MODEL|--synthetic NAME [options]\n"
-      "  MODEL                model.json, a folder with model.json, or a llama2.c checkpoint .bin\n"
+      "  MODEL                model.json, a folder with model.json, a GGUF file, a Hugging Face\n"
+      "                       folder (config.json + safetensors), or a llama2.c checkpoint .bin\n"
       "  --tokenizer FILE     tokenizer.bin (required with a .bin checkpoint)\n"
       "  --synthetic NAME     a model with seeded random weights instead: %s\n"
       "  --seed S             weights seed of --synthetic (default 1, as 'headwise bench')\n"

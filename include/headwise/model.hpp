@@ -163,6 +163,15 @@ class Session {
   // `threads` = 0 takes the first session's setting.
   static Status decode_batch(Session* const* sessions, const int32_t* tokens, int n,
                              int threads = 0);
+  // One pass over several sessions of the same model, each taking its own number of
+  // tokens: session i appends counts[i] tokens (a prompt chunk, or 1 to decode), read
+  // from `tokens` session after session. Every projection is one GEMM over all the rows
+  // (M = the sum of counts), so prompt chunks and decode steps of many sequences share
+  // one pass over the weights (continuous batching). Afterwards each session's logits()
+  // are those of its last token (all_logits is not kept). The sum of counts bounds the
+  // rows of this pass; a server bounds it with its prefill chunk.
+  static Status step_batch(Session* const* sessions, const int32_t* tokens, const int* counts, int n,
+                           int threads = 0);
 
   // Logits of the last position processed (vocab_size floats).
   const float* logits() const;
@@ -189,6 +198,8 @@ class Session {
  private:
   friend class Model;
   Session() = default;
+  static Status step_batch(Session* const* sessions, const int32_t* tokens, const int* counts, int n,
+                           int threads, const char* fn);  // fn names the caller in errors
   std::shared_ptr<const Model> model_;
   int threads_ = 0, max_context_ = 0, max_chunk_ = 0, pos_ = 0;
   int last_logits_row_ = 0;  // row of buf_->logits holding the last position's logits

@@ -2,6 +2,7 @@
 // must agree; bad tokens and context overflow are errors, not crashes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -69,14 +70,24 @@ TEST(Session, PrefillChunksAndDecodeAgreeStories) {
 
 // decode_batch over sessions at different positions equals stepping each alone; sessions
 // join and leave the batch between steps.
+// S pairs of fresh sessions: one of each pair runs batched, the other alone.
+using Sessions = std::vector<std::unique_ptr<Session>>;
+void open_pairs(const Model& m, int S, Sessions* batch, Sessions* alone) {
+  batch->resize(S);
+  alone->resize(S);
+  for (int s = 0; s < S; ++s) {
+    HW_ASSERT_OK(m.open_session({}, &(*batch)[s]));
+    HW_ASSERT_OK(m.open_session({}, &(*alone)[s]));
+  }
+}
+
 TEST(Session, BatchedDecodeEqualsSingle) {
   auto m = tiny();
   const int V = m->info().vocab_size;
   const int S = 4;
-  std::vector<std::unique_ptr<Session>> batch(S), alone(S);
+  Sessions batch, alone;
+  open_pairs(*m, S, &batch, &alone);
   for (int s = 0; s < S; ++s) {
-    HW_ASSERT_OK(m->open_session({}, &batch[s]));
-    HW_ASSERT_OK(m->open_session({}, &alone[s]));
     const auto prompt = random_tokens(5 + 9 * s, V, 11 + s);
     HW_ASSERT_OK(batch[s]->prefill(prompt));
     HW_ASSERT_OK(alone[s]->prefill(prompt));
@@ -101,6 +112,52 @@ TEST(Session, BatchedDecodeEqualsSingle) {
           << "step " << step << " session " << idx[i];
     }
   }
+}
+
+// step_batch mixes prompt chunks of several lengths with single decode tokens in one
+// pass (the server's continuous batching); each session ends where it would alone, with
+// the logits of its last token. Same tolerance as the batched decode above (the
+// projections' rows run through other kernels at another M: a different summation order).
+TEST(Session, StepBatchMixesPromptChunksAndDecodesEqualsSingle) {
+  auto m = tiny();
+  const int V = m->info().vocab_size;
+  const int S = 5;
+  Sessions batch, alone;
+  open_pairs(*m, S, &batch, &alone);
+  std::mt19937 g(7);
+  for (int step = 0; step < 8; ++step) {
+    // session s takes a chunk of (s + step) % 4 * 5 tokens (0 stands for one decode
+    // token), so every step mixes lengths 1..16 and sessions change role over time
+    std::vector<Session*> members;
+    std::vector<int> counts;
+    std::vector<int32_t> tokens;
+    for (int s = 0; s < S; ++s) {
+      if (s == step % (S + 1)) continue;  // one sits out in turn
+      const int k = std::max(1, (s + step) % 4 * 5);
+      members.push_back(batch[s].get());
+      counts.push_back(k);
+      for (int r = 0; r < k; ++r) tokens.push_back(static_cast<int32_t>(g() % V));
+    }
+    HW_ASSERT_OK(Session::step_batch(members.data(), tokens.data(), counts.data(), static_cast<int>(members.size())));
+    size_t off = 0;
+    for (size_t i = 0; i < members.size(); ++i) {
+      const int s = static_cast<int>(std::find_if(batch.begin(), batch.end(), [&](auto& b) { return b.get() == members[i]; }) -
+                                     batch.begin());
+      HW_ASSERT_OK(alone[s]->prefill(tokens.data() + off, counts[i]));
+      off += counts[i];
+      EXPECT_EQ(batch[s]->position(), alone[s]->position());
+      EXPECT_LE(max_abs(batch[s]->logits(), alone[s]->logits(), V), 1e-5) << "step " << step << " session " << s;
+    }
+  }
+  // A session with no tokens is an error naming it; nothing moves.
+  Session* two[] = {batch[0].get(), batch[1].get()};
+  const int counts[] = {1, 0};
+  const int32_t tok[] = {3};
+  const int pos0 = batch[0]->position();
+  const Status st = Session::step_batch(two, tok, counts, 2);
+  EXPECT_EQ(st.code(), StatusCode::invalid_argument);
+  EXPECT_NE(st.message().find("session 1"), std::string::npos) << st.message();
+  EXPECT_EQ(batch[0]->position(), pos0);
 }
 
 TEST(Session, BadTokensAndOverflowAreErrors) {

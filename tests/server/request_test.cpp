@@ -13,7 +13,7 @@ TEST(Request, CompletionFields) {
   ParsedRequest r;
   ASSERT_FALSE(parse_completion_request(
       R"({"model":"m","prompt":"hi","max_tokens":7,"temperature":0,"top_p":0.5,"seed":-3,"stop":["a","b"],
-          "stream":true,"stream_options":{"include_usage":true},"logprobs":2,"n":1,"user":"u"})", &r));
+          "stream":true,"stream_options":{"include_usage":true},"logprobs":2,"n":1,"user":"u","ignore_eos":true})", &r));
   EXPECT_EQ(r.model, "m");
   EXPECT_EQ(r.prompt_text, "hi");
   EXPECT_FALSE(r.prompt_is_tokens);
@@ -25,6 +25,7 @@ TEST(Request, CompletionFields) {
   EXPECT_EQ(r.sampling.stop, (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(r.stream && r.include_usage);
   EXPECT_EQ(r.sampling.logprobs, 2);
+  EXPECT_TRUE(r.sampling.ignore_eos);
 }
 
 TEST(Request, CompletionDefaultsAndTokenPrompts) {
@@ -41,6 +42,7 @@ TEST(Request, CompletionDefaultsAndTokenPrompts) {
   ParsedRequest s;
   ASSERT_FALSE(parse_completion_request(R"({"prompt":["only one"]})", &s));
   EXPECT_EQ(s.prompt_text, "only one");
+  EXPECT_FALSE(s.sampling.ignore_eos);
 }
 
 TEST(Request, RejectionsNameTheField) {
@@ -60,6 +62,7 @@ TEST(Request, RejectionsNameTheField) {
       {R"({"prompt":"x","stop":[1]})", "stop"},
       {R"({"prompt":"x","stop":["a","b","c","d","e"]})", "stop"},
       {R"({"prompt":"x","stream":1})", "stream"},
+      {R"({"prompt":"x","ignore_eos":"yes"})", "ignore_eos"},
       {R"({"prompt":"x","logprobs":21})", "logprobs"},
       {R"({"prompt":"x","echo":true})", "echo"},
       {R"({"prompt":"x","model":1})", "model"},
@@ -139,6 +142,15 @@ TEST(Metrics, PrometheusText) {
   EXPECT_NE(t.find("headwise_completion_tokens_total 7\n"), std::string::npos);
   EXPECT_NE(t.find("headwise_queue_length 3\n"), std::string::npos);
   EXPECT_NE(t.find("headwise_active_sessions 2\n"), std::string::npos);
+  // Each family: HELP, TYPE, then its samples.
+  EXPECT_NE(t.find("# HELP headwise_queue_length Requests waiting for a session.\n"
+                   "# TYPE headwise_queue_length gauge\nheadwise_queue_length 3\n"),
+            std::string::npos);
+  EXPECT_NE(t.find("# HELP headwise_requests_total HTTP requests answered, by endpoint and status code.\n"
+                   "# TYPE headwise_requests_total counter\nheadwise_requests_total{"),
+            std::string::npos);
+  EXPECT_NE(t.find("# TYPE headwise_decode_batch_size histogram\nheadwise_decode_batch_size_bucket{le=\"1\"} 0\n"),
+            std::string::npos);
   // Buckets are cumulative; +Inf holds everything.
   EXPECT_NE(t.find("headwise_time_to_first_token_seconds_bucket{le=\"0.01\"} 0\n"), std::string::npos);
   EXPECT_NE(t.find("headwise_time_to_first_token_seconds_bucket{le=\"0.025\"} 1\n"), std::string::npos);

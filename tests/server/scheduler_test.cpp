@@ -22,14 +22,16 @@ std::shared_ptr<const Model> tiny() {
   return m;
 }
 
-// Greedy generation alone: the text and the number of tokens.
-std::pair<std::string, int> alone(const std::vector<int32_t>& prompt, int max_tokens, const std::set<int32_t>& end) {
+// Generation alone (greedy unless a temperature and seed are given): the text and the
+// number of tokens.
+std::pair<std::string, int> alone(const std::vector<int32_t>& prompt, int max_tokens, const std::set<int32_t>& end,
+                                  float temperature = 0, uint64_t seed = 1) {
   std::unique_ptr<Session> s;
   SessionOptions so;
   so.threads = 1;
   EXPECT_TRUE(tiny()->open_session(so, &s).ok());
   EXPECT_TRUE(s->prefill(prompt).ok());
-  Sampler greedy(tiny()->info().vocab_size, 0, 1, 1);
+  Sampler greedy(tiny()->info().vocab_size, temperature, 1, seed);
   std::string text;
   int32_t prev = prompt.back();
   int n = 0;
@@ -61,14 +63,20 @@ std::shared_ptr<Job> job(const std::string& prompt, int max_tokens) {
   return j;
 }
 
+// Sessions, compute threads and prompt tokens per step; generation ends at BOS/EOS.
+SchedulerOptions batching(int sessions, int threads, int prefill_chunk) {
+  SchedulerOptions o;
+  o.max_sessions = sessions;
+  o.queue = 8;
+  o.threads = threads;
+  o.prefill_chunk = prefill_chunk;
+  o.end_tokens = {Tokenizer::kBos, Tokenizer::kEos};
+  return o;
+}
+
 TEST(Scheduler, BatchedAndChunkedEqualsAlone) {
   Metrics metrics;
-  SchedulerOptions o;
-  o.max_sessions = 3;
-  o.queue = 8;
-  o.threads = 1;
-  o.prefill_chunk = 7;  // prompts of up to ~60 tokens take several steps
-  o.end_tokens = {Tokenizer::kBos, Tokenizer::kEos};
+  const SchedulerOptions o = batching(3, 1, 7);  // prompts of up to ~60 tokens take several steps
   Scheduler sched(tiny(), o, &metrics);
   ASSERT_TRUE(sched.start().ok());
   std::vector<std::shared_ptr<Job>> jobs;
@@ -87,6 +95,60 @@ TEST(Scheduler, BatchedAndChunkedEqualsAlone) {
   }
   EXPECT_EQ(sched.active(), 0);
   EXPECT_EQ(sched.queued(), 0);
+}
+
+// Seeded sampling at temperature > 0 while sequences share steps (and are sampled in
+// parallel over 2 threads) gives each job what its seed gives alone.
+TEST(Scheduler, SeededSamplingBatchedEqualsAlone) {
+  Metrics metrics;
+  const SchedulerOptions o = batching(4, 2, 5);
+  Scheduler sched(tiny(), o, &metrics);
+  ASSERT_TRUE(sched.start().ok());
+  std::vector<std::shared_ptr<Job>> jobs;
+  const char* prompts[] = {"a cat", "once upon a time there was", "zz", "the dog ran far away"};
+  for (int i = 0; i < 4; ++i) {
+    jobs.push_back(job(prompts[i], 12 + 3 * i));
+    jobs.back()->sampling.temperature = 0.9f;
+    jobs.back()->sampling.has_seed = true;
+    jobs.back()->sampling.seed = 100 + i;
+    ASSERT_EQ(sched.submit(jobs.back()), Scheduler::Admit::ok);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const std::string got = collect(*jobs[i]);
+    const auto [want, n] = alone(jobs[i]->prompt, 12 + 3 * i, o.end_tokens, 0.9f, 100 + i);
+    EXPECT_EQ(got, want) << "job " << i;
+    EXPECT_EQ(jobs[i]->completion_tokens, n);
+  }
+}
+
+// ignore_eos generates through the end-of-text ids: with the prompt's first greedy
+// token made an end token, a plain job stops at once ("stop", 0 tokens) and an
+// ignore_eos job gives max_tokens tokens, the text it gives with no end tokens at all.
+TEST(Scheduler, IgnoreEosGeneratesThroughEndTokens) {
+  auto probe = job("hello there", 1);
+  Sampler greedy(tiny()->info().vocab_size, 0, 1, 1);
+  std::unique_ptr<Session> s;
+  ASSERT_TRUE(tiny()->open_session({}, &s).ok());
+  ASSERT_TRUE(s->prefill(probe->prompt).ok());
+  const int32_t first = greedy.sample(s->logits());
+  Metrics metrics;
+  SchedulerOptions o;
+  o.max_sessions = 2;
+  o.threads = 1;
+  o.end_tokens = {first};
+  Scheduler sched(tiny(), o, &metrics);
+  ASSERT_TRUE(sched.start().ok());
+  auto plain = job("hello there", 9), through = job("hello there", 9);
+  through->sampling.ignore_eos = true;
+  ASSERT_EQ(sched.submit(plain), Scheduler::Admit::ok);
+  ASSERT_EQ(sched.submit(through), Scheduler::Admit::ok);
+  EXPECT_EQ(collect(*plain), "");
+  EXPECT_EQ(plain->finish_reason, "stop");
+  EXPECT_EQ(plain->completion_tokens, 0);
+  const std::string got = collect(*through);
+  EXPECT_EQ(through->finish_reason, "length");
+  EXPECT_EQ(through->completion_tokens, 9);
+  EXPECT_EQ(got, alone(through->prompt, 9, {}).first);
 }
 
 TEST(Scheduler, QueueFullCancelAndDrain) {
