@@ -118,9 +118,14 @@ export async function waitFor(what, ms, cond) {
 }
 
 export async function postJson(srv, path, body, headers = {}) {
+  // fetch's own message for a network error is only "fetch failed": name the cause
+  // (ECONNRESET, EPIPE, UND_ERR_SOCKET, ...) so a failure says what the socket saw.
   const r = await within(60000, `POST ${path}`, fetch(`${srv.url}${path}`, {
     method: 'POST', headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
+  }).catch((e) => {
+    const c = e.cause || {};
+    throw new Error(`POST ${path} (${String(body).length} bytes): ${e.message}: ${c.code || ''} ${c.message || c}`);
   }));
   const text = await r.text();
   let json = null;
