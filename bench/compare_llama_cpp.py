@@ -326,7 +326,7 @@ def quantize_check(a, models):
     import numpy as np
     import e2e_common
     from check_llamacpp_logits import llamacpp
-    from check_llamacpp_quant import MAX_KL, MEAN_KL
+    from check_llamacpp_quant import MAX_KL, MEAN_KL, agreement
     import arch_common
 
     work = os.path.join(a.workdir, "llama-quantize")
@@ -351,17 +351,7 @@ def quantize_check(a, models):
     ok = True
     for label, t, who, gguf, bounded in files:
         ids, ref = lc[gguf]
-        logits = arch_common.headwise_logits(ns, gguf, ids)
-        V = logits.shape[1]
-        if ref.shape[1] < V:
-            ref = np.pad(ref, ((0, 0), (0, V - ref.shape[1])))
-        q = np.exp(logits - logits.max(1, keepdims=True))
-        q /= q.sum(1, keepdims=True)
-        kl = (ref * (np.log(np.maximum(ref, 1e-30)) - np.log(np.maximum(q, 1e-30)))).sum(1)
-        top = np.sort(ref, 1)
-        clear = (top[:, -1] - top[:, -2]) > 5e-2
-        agree = q.argmax(1) == ref.argmax(1)
-        good = kl.max() <= MAX_KL and kl.mean() <= MEAN_KL and agree[clear].all()
+        _, ref, kl, agree, clear, good = agreement(ns, gguf, ids, ref)
         if bounded:
             ok &= bool(good)
         verdict = ("PASS" if good else "FAIL") if bounded else ("within" if good else "outside") + " the bounds"

@@ -35,6 +35,26 @@ MEAN_KL = 5e-3
 TYPES = ["bf16", "q8_0", "q4_0", "q4_k_m"]
 
 
+def agreement(args, gguf, ids, ref):
+    """headwise's next-token distributions on `gguf` after each of `ids` against llama.cpp's
+    (`ref`, one row per position): (q, ref padded to headwise's vocabulary, KL(ref||q) per
+    position, same top-1 per position, positions where llama.cpp's top two differ by more
+    than 0.05, whether the bounds above hold). Also used by bench/compare_llama_cpp.py."""
+    import numpy as np  # (main() checks it is installed first)
+    logits = arch_common.headwise_logits(args, gguf, ids)
+    V = logits.shape[1]
+    if ref.shape[1] < V:
+        ref = np.pad(ref, ((0, 0), (0, V - ref.shape[1])))
+    q = np.exp(logits - logits.max(1, keepdims=True))
+    q /= q.sum(1, keepdims=True)
+    kl = (ref * (np.log(np.maximum(ref, 1e-30)) - np.log(np.maximum(q, 1e-30)))).sum(1)
+    top = np.sort(ref, 1)
+    clear = (top[:, -1] - top[:, -2]) > 5e-2
+    agree = q.argmax(1) == ref.argmax(1)
+    good = bool(kl.max() <= MAX_KL and kl.mean() <= MEAN_KL and agree[clear].all())
+    return q, ref, kl, agree, clear, good
+
+
 def main():
     args = arch_common.parse_args(__doc__)
     common.require_numpy()
@@ -63,19 +83,10 @@ def main():
     failures = []
     for t, gguf in files.items():
         ids, ref = lc[gguf]
-        logits = arch_common.headwise_logits(args, gguf, ids)
-        V = logits.shape[1]
-        if ref.shape[1] < V:
-            ref = np.pad(ref, ((0, 0), (0, V - ref.shape[1])))
-        q = np.exp(logits - logits.max(1, keepdims=True))
-        q /= q.sum(1, keepdims=True)
-        kl = (ref * (np.log(np.maximum(ref, 1e-30)) - np.log(np.maximum(q, 1e-30)))).sum(1)
-        top = np.sort(ref, 1)
-        clear = (top[:, -1] - top[:, -2]) > 5e-2
-        agree = q.argmax(1) == ref.argmax(1)
+        q, ref, kl, agree, clear, good = agreement(args, gguf, ids, ref)
         print(f"  {t:7s}: KL max {kl.max():.2e} mean {kl.mean():.2e}, max |dp| {np.abs(q - ref).max():.2e}, "
               f"top-1 {agree.mean():.2f} (max p {ref.max(1).mean():.2f} on average)")
-        if not (kl.max() <= MAX_KL and kl.mean() <= MEAN_KL and agree[clear].all()):
+        if not good:
             failures.append(f"{t}: KL max {kl.max():.2e} mean {kl.mean():.2e}, "
                             f"top-1 disagreements {int((~agree[clear]).sum())}")
     if failures:
