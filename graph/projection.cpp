@@ -167,11 +167,38 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
     return Status(StatusCode::unsupported, std::string("no linear kernel for ") +
                                                kernels::weight_type_name(type) + " weights on " +
                                                kernels::isa_name(isa) + " (kernels/matmul/linear.inc)");
+  if (p->small_->impl->repack) {
+    const Status s = p->repack_weights();
+    if (!s.ok()) return s;
+  }
   if (type == kernels::WeightType::bf16 && isa == kernels::Isa::avx512 && kernels::quant::cpu_has_avx512_vnni_bf16()) {
     const Status s = p->prepare_bf16_onednn(static_cast<const uint16_t*>(w));
     if (!s.ok()) return s;
   }
   *out = std::move(p);
+  return Status::Ok();
+}
+
+// A kernel with its own weight layout (e.g. rows interleaved so that one vector holds a
+// block of several rows: one scale conversion and multiply-add per block serves them
+// all) gets its copy here, once; the mapped rows are read only by this repack from then
+// on. The copy replaces the stored bytes in weight_bytes() (what decode streams).
+Status Projection::repack_weights() {
+  const kernels::LinearKernelImpl& impl = *small_->impl;
+  const size_t bytes = impl.repacked_bytes(packed_);
+  const int64_t G = impl.repack_rows > 0 ? impl.repack_rows : N_;
+  void* mem = nullptr;
+  if (bytes == 0 || posix_memalign(&mem, 64, (bytes + 63) / 64 * 64) != 0)
+    return Status(StatusCode::out_of_memory, "could not allocate " + std::to_string(bytes) +
+                                                      " bytes for the repacked " + std::to_string(K_) + "x" +
+                                                      std::to_string(N_) + " weights of " + impl.name);
+  repacked_.reset(static_cast<uint8_t*>(mem));
+  const int64_t groups = (N_ + G - 1) / G;
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < groups; ++g) impl.repack(packed_, g * G, std::min<int64_t>(N_, (g + 1) * G), mem);
+  packed_.data = mem;
+  packed_.repacked = true;
+  weight_bytes_ = bytes;
   return Status::Ok();
 }
 

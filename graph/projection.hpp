@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,10 +71,13 @@ class Projection {
   void split_rows(int M, bool dense, F&& f) const;
   size_t staging_bytes(int rows) const;
   Status prepare_bf16_onednn(const uint16_t* w);  // BF16 prefill (see projection.cpp)
+  Status repack_weights();                         // the small kernel's own layout (see projection.cpp)
 
   int K_ = 0, N_ = 0;
   size_t weight_bytes_ = 0;
   kernels::PackedWeights packed_;
+  // The small kernel's own layout of typed weights (LinearKernelImpl::repack), when it has one.
+  std::unique_ptr<uint8_t, void (*)(void*)> repacked_{nullptr, std::free};
   const float* bias_ = nullptr;            // N floats, or null
   std::vector<float> bias_copy_;           // typed projections own their bias copy
   const kernels::LinearKernel* small_ = nullptr;  // registry kernel, or null

@@ -36,6 +36,9 @@ struct PackedWeights {
   int K = 0, N = 0;
   int KB = 0, NB = 0, Kp = 0;
   int64_t row_bytes = 0;
+  // data is the kernel's own layout, written by its LinearKernelImpl::repack (the plan
+  // repacks once at load; the other fields still describe the stored weights).
+  bool repacked = false;
 };
 
 // y(r, n) = Σ_k x(r, k)·W(k, n) + bias(n), for r < rows and n < N.
@@ -56,6 +59,15 @@ struct LinearKernelImpl {
   bool (*supports)(const PackedWeights& w);  // can it read this packing?
   size_t (*scratch_bytes)(const PackedWeights& w, int rows);
   LinearRunFn run;
+  // Optional: a kernel that reads its own layout of the weights (e.g. rows interleaved
+  // so one vector holds several rows' blocks) names it here; null: it reads them as
+  // stored. The plan allocates repacked_bytes(w) bytes (64-byte aligned) once at load,
+  // calls repack for groups of repack_rows output rows (n0 a multiple of repack_rows,
+  // n1 one too or N; disjoint ranges may run in parallel) and then runs the kernel on w
+  // with data = the copy and repacked = true. run() is only ever given repacked weights.
+  size_t (*repacked_bytes)(const PackedWeights& w) = nullptr;
+  void (*repack)(const PackedWeights& w, int64_t n0, int64_t n1, void* dst) = nullptr;
+  int repack_rows = 0;
 };
 
 // One registry line.

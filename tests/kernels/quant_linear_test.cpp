@@ -50,6 +50,20 @@ void check_quant_linear_kernel(const LinearKernel& lk) {
     ASSERT_TRUE(lk.impl->supports(pw) || (lk.isa == Isa::avx512 && !quant::cpu_has_avx512_vnni_bf16()))
         << lk.symbol << " declines its own type's rows";
     if (!lk.impl->supports(pw)) GTEST_SKIP() << lk.symbol << ": this CPU lacks AVX512-VNNI/BF16";
+    // A kernel with its own layout runs on its repacked copy, written as the plan writes
+    // it: group by group, here in two calls (the first group, then the rest).
+    std::vector<uint8_t> repacked;
+    if (lk.impl->repack) {
+      const int64_t G = lk.impl->repack_rows;
+      ASSERT_GT(G, 0) << lk.symbol;
+      repacked.assign(lk.impl->repacked_bytes(pw) + 64, 0xA5);  // filler a kernel must not read as data
+      void* dst = repacked.data() + (64 - reinterpret_cast<uintptr_t>(repacked.data()) % 64) % 64;
+      const int64_t split = std::min<int64_t>(G, N);
+      lk.impl->repack(pw, 0, split, dst);
+      if (split < N) lk.impl->repack(pw, split, N, dst);
+      pw.data = dst;
+      pw.repacked = true;
+    }
     for (int rows : {1, 2, 3, 4, 5, 8, 17, 70})
       for (int threads : {1, 2}) {
         const int64_t ldx = K + 3, ldy = N + 5;  // strided rows
