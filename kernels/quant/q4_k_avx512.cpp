@@ -2,7 +2,7 @@
 // time for one input row (dot_x86.hpp), register tiles for more (tile_x86.hpp);
 // and rows dequantized to bf16 for prefill's bf16 GEMM.
 #include "kernels/quant/tile_x86.hpp"
-#include "kernels/quant/linear_quant_impl.hpp"
+#include "kernels/quant/panel_k_x86.hpp"
 
 namespace headwise::kernels::quant {
 
@@ -21,6 +21,7 @@ void dequant_bf16_q4_k__avx512(const void* w, size_t rb, int64_t n0, int64_t n1,
 
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
+// Reads the weights repacked into 8-row panels (panel_k_x86.hpp).
 extern const LinearKernelImpl linear_q4_k__avx512 =
-    quant::QuantLinear<quant::WType::q4_k, WeightType::q4_k, quant::gemv_q4_k__avx512, true>::impl("q4_K");
+    quant::PanelLinear<quant::PanelQ4K, quant::DpbusdVnni, 4, true>::impl("q4_K_panel8");
 }  // namespace headwise::kernels
