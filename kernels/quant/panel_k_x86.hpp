@@ -45,9 +45,9 @@
 namespace headwise::kernels::quant {
 namespace {
 
-constexpr int kPanel = 8;  // output rows per panel: one per 32-bit lane of a ymm
+constexpr int kPanelKRows = 8;  // output rows per panel: one per 32-bit lane of a ymm
 
-inline __m256i bcast4(const int8_t* p) {  // 4 activation bytes into every 32-bit lane
+inline __m256i broadcast4(const int8_t* p) {  // 4 activation bytes into every 32-bit lane
   int32_t v;
   std::memcpy(&v, p, 4);
   return _mm256_set1_epi32(v);
@@ -65,7 +65,7 @@ struct PanelQ4K {
   static constexpr WType kType = WType::q4_k;
   static constexpr WeightType kRegType = WeightType::q4_k;
   static constexpr int kHead = 160;  // d, dmin, sc, m
-  static constexpr int kBytes = kHead + kPanel * kQKK / 2;
+  static constexpr int kBytes = kHead + kPanelKRows * kQKK / 2;
   // Per activation block: x.d·Σx (float) for the mins; 4 bytes unused.
   static void aux(const BlockQ8A& x, uint8_t* out) {
     const float xs = x.d * float(x.sum[0] + x.sum[1]);
@@ -76,7 +76,7 @@ struct PanelQ4K {
   static void pack(const B* const* rows, uint8_t* out) {
     auto* d = reinterpret_cast<uint16_t*>(out);
     uint8_t *sc = out + 32, *mn = out + 96, *q = out + kHead;
-    for (int r = 0; r < kPanel; ++r) {
+    for (int r = 0; r < kPanelKRows; ++r) {
       if (!rows[r]) continue;
       const B& b = *rows[r];
       d[r] = b.d;
@@ -131,8 +131,8 @@ struct PanelQ4K {
           const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
           for (int a = 0; a < RA; ++a) {
             const BlockQ8A* xb = x[a] + sb * 8 + 2 * c;
-            dlo[a][i % S] = D::dot_acc(dlo[a][i % S], lo, bcast4(xb[0].q + 4 * i));
-            dhi[a][i % S] = D::dot_acc(dhi[a][i % S], hi, bcast4(xb[1].q + 4 * i));
+            dlo[a][i % S] = D::dot_acc(dlo[a][i % S], lo, broadcast4(xb[0].q + 4 * i));
+            dhi[a][i % S] = D::dot_acc(dhi[a][i % S], hi, broadcast4(xb[1].q + 4 * i));
           }
         }
         const __m256i sc0 = load8_u8_epi32(sc + 16 * c), sc1 = load8_u8_epi32(sc + 16 * c + 8);
@@ -154,7 +154,7 @@ struct PanelQ6K {
   static constexpr WType kType = WType::q6_k;
   static constexpr WeightType kRegType = WeightType::q6_k;
   static constexpr int kHead = 144;  // d, sc
-  static constexpr int kBytes = kHead + kPanel * kQKK * 6 / 8;
+  static constexpr int kBytes = kHead + kPanelKRows * kQKK * 6 / 8;
   // Per activation block: −32·Σx of each half (int32), the dots' starting values.
   static void aux(const BlockQ8A& x, uint8_t* out) {
     const int32_t o[2] = {-32 * x.sum[0], -32 * x.sum[1]};
@@ -170,7 +170,7 @@ struct PanelQ6K {
     auto* d = reinterpret_cast<uint16_t*>(out);
     auto* sc = reinterpret_cast<int8_t*>(out + 16);
     uint8_t *lo = out + kHead, *hi = lo + 1024;
-    for (int r = 0; r < kPanel; ++r) {
+    for (int r = 0; r < kPanelKRows; ++r) {
       if (!rows[r]) continue;
       const B& b = *rows[r];
       d[r] = b.d;
@@ -217,8 +217,8 @@ struct PanelQ6K {
           const __m256i qv = _mm256_or_si256(l4, _mm256_and_si256(hs, bits45));
           for (int a = 0; a < RA; ++a) {
             const BlockQ8A& xb = x[a][sb * 8 + j];
-            if (i < 4) dlo[a] = D::dot_acc(dlo[a], qv, bcast4(xb.q + 4 * i));
-            else dhi[a] = D::dot_acc(dhi[a], qv, bcast4(xb.q + 4 * i));
+            if (i < 4) dlo[a] = D::dot_acc(dlo[a], qv, broadcast4(xb.q + 4 * i));
+            else dhi[a] = D::dot_acc(dhi[a], qv, broadcast4(xb.q + 4 * i));
           }
         }
         const __m256i s0 = load8_s8_epi32(sc + 16 * j), s1 = load8_s8_epi32(sc + 16 * j + 8);
@@ -235,9 +235,12 @@ struct PanelQ6K {
 // The registry entry of panel type P on dot D: RA input rows per prefill tile.
 // kVnniBf16: the entry is an avx512 one (declines without AVX512-VNNI/BF16, as QuantLinear).
 template <class P, class D, int RA, bool kVnniBf16>
-struct PanelLinear {
+struct PanelKLinear {
   static constexpr int kAux = 8;  // aux bytes per activation block
-  static int64_t panels(const PackedWeights& w) { return (int64_t(w.N) + kPanel - 1) / kPanel; }
+  // Input rows per pass over a thread's panels: 64 rows of K ≤ 2048 (their int8 blocks and
+  // aux bytes, 160 KiB) stay in L2 while the panels stream past them once per pass.
+  static constexpr int kChunkRows = 64;
+  static int64_t panels(const PackedWeights& w) { return (int64_t(w.N) + kPanelKRows - 1) / kPanelKRows; }
   static size_t panel_bytes(const PackedWeights& w) { return size_t(w.K / kQKK) * P::kBytes; }
   static bool supports(const PackedWeights& w) {
     if (kVnniBf16 && !cpu_has_avx512_vnni_bf16()) return false;
@@ -249,13 +252,13 @@ struct PanelLinear {
   static void repack(const PackedWeights& w, int64_t n0, int64_t n1, void* dst) {
     using B = typename P::B;
     const int64_t nsb = w.K / kQKK;
-    for (int64_t pn = n0 / kPanel; pn * kPanel < n1; ++pn) {
+    for (int64_t pn = n0 / kPanelKRows; pn * kPanelKRows < n1; ++pn) {
       uint8_t* out = static_cast<uint8_t*>(dst) + size_t(pn) * panel_bytes(w);
       std::memset(out, 0, panel_bytes(w));
       for (int64_t sb = 0; sb < nsb; ++sb) {
-        const B* rows[kPanel];
-        for (int r = 0; r < kPanel; ++r) {
-          const int64_t n = pn * kPanel + r;
+        const B* rows[kPanelKRows];
+        for (int r = 0; r < kPanelKRows; ++r) {
+          const int64_t n = pn * kPanelKRows + r;
           rows[r] = n < n1 ? reinterpret_cast<const B*>(static_cast<const uint8_t*>(w.data) + size_t(n) * w.row_bytes) + sb
                            : nullptr;
         }
@@ -281,15 +284,15 @@ struct PanelLinear {
     __m256 acc[R];
     for (int a = 0; a < R; ++a) acc[a] = _mm256_setzero_ps();
     P::template tile<D, R>(static_cast<const uint8_t*>(w.data) + size_t(pn) * panel_bytes(w), w.K / kQKK, x, ax, acc);
-    const int64_t n = pn * kPanel;
-    const int valid = int(std::min<int64_t>(kPanel, w.N - n));
-    const __m256 bv = bias && valid == kPanel ? _mm256_loadu_ps(bias + n) : _mm256_setzero_ps();
+    const int64_t n = pn * kPanelKRows;
+    const int valid = int(std::min<int64_t>(kPanelKRows, w.N - n));
+    const __m256 bv = bias && valid == kPanelKRows ? _mm256_loadu_ps(bias + n) : _mm256_setzero_ps();
     for (int a = 0; a < R; ++a) {
       float* yr = y + (m + a) * ldy + n;
-      if (valid == kPanel) {
+      if (valid == kPanelKRows) {
         _mm256_storeu_ps(yr, _mm256_add_ps(acc[a], bv));
       } else {
-        alignas(32) float t[kPanel];
+        alignas(32) float t[kPanelKRows];
         _mm256_store_ps(t, acc[a]);
         for (int r = 0; r < valid; ++r) yr[r] = t[r] + (bias ? bias[n + r] : 0.0f);
       }
@@ -313,15 +316,19 @@ struct PanelLinear {
         for (int b = 0; b < w.K / kQK; ++b) P::aux(blocks[b], xx + r * xb + b * kAux);
       }
       const int64_t p0 = np * t / n, p1 = np * (t + 1) / n;
-      for (int64_t pn = p0; pn < p1; ++pn) {
-        int m = 0;
-        for (; m + RA <= rows; m += RA) tile<RA>(w, pn, xa, xx, m, bias, y, ldy);
-        for (; m < rows; ++m) tile<1>(w, pn, xa, xx, m, bias, y, ldy);
+      for (int m0 = 0; m0 < rows; m0 += kChunkRows) {
+        const int m1 = std::min(rows, m0 + kChunkRows);
+        for (int64_t pn = p0; pn < p1; ++pn) {
+          int m = m0;
+          for (; m + RA <= m1; m += RA) tile<RA>(w, pn, xa, xx, m, bias, y, ldy);
+          if (m1 - m >= 2 && RA > 2) tile<2>(w, pn, xa, xx, m, bias, y, ldy), m += 2;
+          if (m < m1) tile<1>(w, pn, xa, xx, m, bias, y, ldy);
+        }
       }
     }
   }
   static constexpr LinearKernelImpl impl(const char* name) {
-    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanel};
+    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanelKRows};
   }
 };
 
