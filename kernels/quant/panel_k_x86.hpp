@@ -47,18 +47,87 @@ namespace {
 
 constexpr int kPanelKRows = 8;  // output rows per panel: one per 32-bit lane of a ymm
 
-inline __m256i broadcast4(const int8_t* p) {  // 4 activation bytes into every 32-bit lane
+inline int32_t load_i32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
+  return v;
 }
-inline __m256i load8_u8_epi32(const uint8_t* p) {
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-}
-inline __m256i load8_s8_epi32(const int8_t* p) {
-  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-}
-inline __m256 load8_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m128i load_8(const void* p) { return _mm_loadl_epi64(static_cast<const __m128i*>(p)); }
+inline __m128i load_16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+// The vector operations of the tiles, on one panel (V8: 8 rows in a ymm, AVX2 or
+// AVX-512VL with dot D) or on two panels side by side (V16: panels at p and p + p2 in
+// the low and high halves of a zmm, AVX512-VNNI: this CPU runs zmm at the 256-bit rate,
+// so that halves the instructions and the activation broadcasts per product, not the
+// arithmetic). Loads take the panel's address p, the second panel's offset p2 (V16) and
+// the byte offset o in the panel.
+template <class D>
+struct V8 {
+  using I = __m256i;
+  using F = __m256;
+  static constexpr int kRows = 8;
+  static I load(const uint8_t* p, int64_t, int o) { return load32(p + o); }
+  static F f16(const uint8_t* p, int64_t, int o) { return _mm256_cvtph_ps(load_16(p + o)); }
+  static I u8(const uint8_t* p, int64_t, int o) { return _mm256_cvtepu8_epi32(load_8(p + o)); }
+  static I s8(const uint8_t* p, int64_t, int o) { return _mm256_cvtepi8_epi32(load_8(p + o)); }
+  static void ahead2(const uint8_t* p, int64_t, int o) { ahead(p + o); }
+  static I set8(char c) { return _mm256_set1_epi8(c); }
+  static I set32(int32_t v) { return _mm256_set1_epi32(v); }
+  static I and_(I a, I b) { return _mm256_and_si256(a, b); }
+  static I or_(I a, I b) { return _mm256_or_si256(a, b); }
+  static I srl16(I a, int n) { return _mm256_srli_epi16(a, n); }
+  static I sll16(I a, int n) { return _mm256_slli_epi16(a, n); }
+  static I add32(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I mul32(I a, I b) { return _mm256_mullo_epi32(a, b); }
+  static I zero_i() { return _mm256_setzero_si256(); }
+  static I dot(I acc, I u, I s) { return D::dot_acc(acc, u, s); }
+  static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
+  static F set1(float v) { return _mm256_set1_ps(v); }
+  static F zero_f() { return _mm256_setzero_ps(); }
+  static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F loadf(const float* p) { return _mm256_loadu_ps(p); }
+  static void storef(float* p, F v) { _mm256_storeu_ps(p, v); }
+};
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+struct V16 {
+  using I = __m512i;
+  using F = __m512;
+  static constexpr int kRows = 16;
+  static I load(const uint8_t* p, int64_t p2, int o) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(load32(p + o)), load32(p + p2 + o), 1);
+  }
+  static F f16(const uint8_t* p, int64_t p2, int o) {
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(load_16(p + o)), load_16(p + p2 + o), 1));
+  }
+  static I u8(const uint8_t* p, int64_t p2, int o) {
+    return _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(load_8(p + o), load_8(p + p2 + o)));
+  }
+  static I s8(const uint8_t* p, int64_t p2, int o) {
+    return _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(load_8(p + o), load_8(p + p2 + o)));
+  }
+  static void ahead2(const uint8_t* p, int64_t p2, int o) { ahead(p + o), ahead(p + p2 + o); }
+  static I set8(char c) { return _mm512_set1_epi8(c); }
+  static I set32(int32_t v) { return _mm512_set1_epi32(v); }
+  static I and_(I a, I b) { return _mm512_and_si512(a, b); }
+  static I or_(I a, I b) { return _mm512_or_si512(a, b); }
+  static I srl16(I a, int n) { return _mm512_srli_epi16(a, unsigned(n)); }
+  static I sll16(I a, int n) { return _mm512_slli_epi16(a, unsigned(n)); }
+  static I add32(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I mul32(I a, I b) { return _mm512_mullo_epi32(a, b); }
+  static I zero_i() { return _mm512_setzero_si512(); }
+  static I dot(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
+  static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
+  static F set1(float v) { return _mm512_set1_ps(v); }
+  static F zero_f() { return _mm512_setzero_ps(); }
+  static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F loadf(const float* p) { return _mm512_loadu_ps(p); }
+  static void storef(float* p, F v) { _mm512_storeu_ps(p, v); }
+};
+#endif
 
 struct PanelQ4K {
   using B = BlockQ4_K;
@@ -92,59 +161,61 @@ struct PanelQ4K {
     }
   }
 
-  // acc[a] += the panel's 8 rows · input a over nsb super-blocks (x[a]: its blocks,
-  // ax[a]: its aux bytes, both from the panel's first super-block on).
-  template <class D, int RA>
-  static void tile(const uint8_t* p, int64_t nsb, const BlockQ8A* const* x, const uint8_t* const* ax, __m256* acc) {
+  // acc[a] += the V::kRows rows (one panel at p, or two: p and p + p2) · input a over nsb
+  // super-blocks (x[a]: its blocks, ax[a]: its aux bytes, from the panel's first on).
+  template <class V, int RA>
+  static void tile(const uint8_t* p, int64_t p2, int64_t nsb, const BlockQ8A* const* x, const uint8_t* const* ax,
+                   typename V::F* acc) {
+    using I = typename V::I;
+    using F = typename V::F;
     constexpr int S = RA == 1 ? 2 : 1;  // independent dot chains per sub-block (latency in decode)
-    const __m256i low4 = _mm256_set1_epi8(0xF);
+    const I low4 = V::set8(0xF);
     for (int64_t sb = 0; sb < nsb; ++sb, p += kBytes) {
-      for (int o = 0; o < kHead; o += 64) ahead(p + o);
-      const __m256 d8 = load8_f16(p), dmin8 = load8_f16(p + 16);
-      const uint8_t *sc = p + 32, *mn = p + 96, *q = p + kHead;
+      for (int o = 0; o < kHead; o += 64) V::ahead2(p, p2, o);
+      const F d = V::f16(p, p2, 0), dmin = V::f16(p, p2, 16);
       // − dmin·Σ_j m_j·x_j.d·Σx_j
-      __m256 macc[RA];
-      for (int a = 0; a < RA; ++a) macc[a] = _mm256_setzero_ps();
+      F macc[RA];
+      for (int a = 0; a < RA; ++a) macc[a] = V::zero_f();
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
-        const __m256 mf = _mm256_cvtepi32_ps(load8_u8_epi32(mn + 8 * j));
+        const F mf = V::cvt(V::u8(p, p2, 96 + 8 * j));
         for (int a = 0; a < RA; ++a) {
           float xs;
           std::memcpy(&xs, ax[a] + (sb * 8 + j) * 8, 4);
-          macc[a] = _mm256_fmadd_ps(mf, _mm256_set1_ps(xs), macc[a]);
+          macc[a] = V::fmadd(mf, V::set1(xs), macc[a]);
         }
       }
-      for (int a = 0; a < RA; ++a) acc[a] = _mm256_fnmadd_ps(dmin8, macc[a], acc[a]);
+      for (int a = 0; a < RA; ++a) acc[a] = V::fnmadd(dmin, macc[a], acc[a]);
       // + d·Σ_j x_j.d·sc_j·Σ q·x
-      __m256 accsb[RA];
-      for (int a = 0; a < RA; ++a) accsb[a] = _mm256_setzero_ps();
+      F accsb[RA];
+      for (int a = 0; a < RA; ++a) accsb[a] = V::zero_f();
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        const uint8_t* qc = q + c * 256;
-        for (int o = 0; o < 256; o += 64) ahead(qc + o);
-        __m256i dlo[RA][S], dhi[RA][S];
+        const int qc = kHead + c * 256;
+        for (int o = 0; o < 256; o += 64) V::ahead2(p, p2, qc + o);
+        I dlo[RA][S], dhi[RA][S];
         for (int a = 0; a < RA; ++a)
-          for (int s = 0; s < S; ++s) dlo[a][s] = dhi[a][s] = _mm256_setzero_si256();
+          for (int s = 0; s < S; ++s) dlo[a][s] = dhi[a][s] = V::zero_i();
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          const __m256i v = load32(qc + 32 * i);
-          const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+          const I v = V::load(p, p2, qc + 32 * i);
+          const I lo = V::and_(v, low4), hi = V::and_(V::srl16(v, 4), low4);
           for (int a = 0; a < RA; ++a) {
             const BlockQ8A* xb = x[a] + sb * 8 + 2 * c;
-            dlo[a][i % S] = D::dot_acc(dlo[a][i % S], lo, broadcast4(xb[0].q + 4 * i));
-            dhi[a][i % S] = D::dot_acc(dhi[a][i % S], hi, broadcast4(xb[1].q + 4 * i));
+            dlo[a][i % S] = V::dot(dlo[a][i % S], lo, V::set32(load_i32(xb[0].q + 4 * i)));
+            dhi[a][i % S] = V::dot(dhi[a][i % S], hi, V::set32(load_i32(xb[1].q + 4 * i)));
           }
         }
-        const __m256i sc0 = load8_u8_epi32(sc + 16 * c), sc1 = load8_u8_epi32(sc + 16 * c + 8);
+        const I sc0 = V::u8(p, p2, 32 + 16 * c), sc1 = V::u8(p, p2, 32 + 16 * c + 8);
         for (int a = 0; a < RA; ++a) {
           const BlockQ8A* xb = x[a] + sb * 8 + 2 * c;
-          __m256i l = dlo[a][0], h = dhi[a][0];
-          if constexpr (S == 2) l = _mm256_add_epi32(l, dlo[a][1]), h = _mm256_add_epi32(h, dhi[a][1]);
-          accsb[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(l, sc0)), _mm256_set1_ps(xb[0].d), accsb[a]);
-          accsb[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(h, sc1)), _mm256_set1_ps(xb[1].d), accsb[a]);
+          I l = dlo[a][0], h = dhi[a][0];
+          if constexpr (S == 2) l = V::add32(l, dlo[a][1]), h = V::add32(h, dhi[a][1]);
+          accsb[a] = V::fmadd(V::cvt(V::mul32(l, sc0)), V::set1(xb[0].d), accsb[a]);
+          accsb[a] = V::fmadd(V::cvt(V::mul32(h, sc1)), V::set1(xb[1].d), accsb[a]);
         }
       }
-      for (int a = 0; a < RA; ++a) acc[a] = _mm256_fmadd_ps(accsb[a], d8, acc[a]);
+      for (int a = 0; a < RA; ++a) acc[a] = V::fmadd(accsb[a], d, acc[a]);
     }
   }
 };
@@ -183,63 +254,64 @@ struct PanelQ6K {
     }
   }
 
-  template <class D, int RA>
-  static void tile(const uint8_t* p, int64_t nsb, const BlockQ8A* const* x, const uint8_t* const* ax, __m256* acc) {
-    const __m256i low4 = _mm256_set1_epi8(0xF), bits45 = _mm256_set1_epi8(0x30);
+  template <class V, int RA>
+  static void tile(const uint8_t* p, int64_t p2, int64_t nsb, const BlockQ8A* const* x, const uint8_t* const* ax,
+                   typename V::F* acc) {
+    using I = typename V::I;
+    using F = typename V::F;
+    const I low4 = V::set8(0xF), bits45 = V::set8(0x30);
     for (int64_t sb = 0; sb < nsb; ++sb, p += kBytes) {
-      for (int o = 0; o < kHead; o += 64) ahead(p + o);
-      const __m256 d8 = load8_f16(p);
-      const int8_t* sc = reinterpret_cast<const int8_t*>(p + 16);
-      const uint8_t *lo = p + kHead, *hi = lo + 1024;
-      __m256 accsb[RA];
-      for (int a = 0; a < RA; ++a) accsb[a] = _mm256_setzero_ps();
+      for (int o = 0; o < kHead; o += 64) V::ahead2(p, p2, o);
+      const F d = V::f16(p, p2, 0);
+      F accsb[RA];
+      for (int a = 0; a < RA; ++a) accsb[a] = V::zero_f();
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
-        const uint8_t *lj = lo + (j / 2) * 256, *hj = hi + (j / 4) * 256;
+        const int lj = kHead + (j / 2) * 256, hj = kHead + 1024 + (j / 4) * 256;
         if ((j & 1) == 0)
-          for (int o = 0; o < 256; o += 64) ahead(lj + o);
+          for (int o = 0; o < 256; o += 64) V::ahead2(p, p2, lj + o);
         if ((j & 3) == 0)
-          for (int o = 0; o < 256; o += 64) ahead(hj + o);
-        __m256i dlo[RA], dhi[RA];
+          for (int o = 0; o < 256; o += 64) V::ahead2(p, p2, hj + o);
+        I dlo[RA], dhi[RA];
         for (int a = 0; a < RA; ++a) {
-          int32_t o[2];
-          std::memcpy(o, ax[a] + (sb * 8 + j) * 8, 8);
-          dlo[a] = _mm256_set1_epi32(o[0]);
-          dhi[a] = _mm256_set1_epi32(o[1]);
+          const uint8_t* o = ax[a] + (sb * 8 + j) * 8;
+          dlo[a] = V::set32(load_i32(o));
+          dhi[a] = V::set32(load_i32(o + 4));
         }
+        const int k = j % 4;  // bits 2k, 2k+1 of the high vector → bits 4, 5
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          const __m256i l = load32(lj + 32 * i), h = load32(hj + 32 * i);
-          const __m256i l4 = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(l, 4) : l, low4);
-          const int k = j % 4;  // bits 2k, 2k+1 → bits 4, 5
-          const __m256i hs = k == 0 ? _mm256_slli_epi16(h, 4) : k == 1 ? _mm256_slli_epi16(h, 2)
-                           : k == 2 ? h : _mm256_srli_epi16(h, 2);
-          const __m256i qv = _mm256_or_si256(l4, _mm256_and_si256(hs, bits45));
+          const I l = V::load(p, p2, lj + 32 * i), h = V::load(p, p2, hj + 32 * i);
+          const I l4 = V::and_(j & 1 ? V::srl16(l, 4) : l, low4);
+          const I hs = k == 0 ? V::sll16(h, 4) : k == 1 ? V::sll16(h, 2) : k == 2 ? h : V::srl16(h, 2);
+          const I qv = V::or_(l4, V::and_(hs, bits45));
           for (int a = 0; a < RA; ++a) {
             const BlockQ8A& xb = x[a][sb * 8 + j];
-            if (i < 4) dlo[a] = D::dot_acc(dlo[a], qv, broadcast4(xb.q + 4 * i));
-            else dhi[a] = D::dot_acc(dhi[a], qv, broadcast4(xb.q + 4 * i));
+            if (i < 4) dlo[a] = V::dot(dlo[a], qv, V::set32(load_i32(xb.q + 4 * i)));
+            else dhi[a] = V::dot(dhi[a], qv, V::set32(load_i32(xb.q + 4 * i)));
           }
         }
-        const __m256i s0 = load8_s8_epi32(sc + 16 * j), s1 = load8_s8_epi32(sc + 16 * j + 8);
+        const I s0 = V::s8(p, p2, 16 + 16 * j), s1 = V::s8(p, p2, 16 + 16 * j + 8);
         for (int a = 0; a < RA; ++a) {
-          const __m256i s = _mm256_add_epi32(_mm256_mullo_epi32(dlo[a], s0), _mm256_mullo_epi32(dhi[a], s1));
-          accsb[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(x[a][sb * 8 + j].d), accsb[a]);
+          const I sum = V::add32(V::mul32(dlo[a], s0), V::mul32(dhi[a], s1));
+          accsb[a] = V::fmadd(V::cvt(sum), V::set1(x[a][sb * 8 + j].d), accsb[a]);
         }
       }
-      for (int a = 0; a < RA; ++a) acc[a] = _mm256_fmadd_ps(accsb[a], d8, acc[a]);
+      for (int a = 0; a < RA; ++a) acc[a] = V::fmadd(accsb[a], d, acc[a]);
     }
   }
 };
 
-// The registry entry of panel type P on dot D: RA input rows per prefill tile.
+// The registry entry of panel type P: tiles of V (V8<D>, or V16: two panels per vector)
+// × RA input rows in prefill, × 1 in decode; V1 (V8<D>) for a last panel left alone.
 // kVnniBf16: the entry is an avx512 one (declines without AVX512-VNNI/BF16, as QuantLinear).
-template <class P, class D, int RA, bool kVnniBf16>
+template <class P, class V, class V1, int RA, bool kVnniBf16>
 struct PanelKLinear {
   static constexpr int kAux = 8;  // aux bytes per activation block
   // Input rows per pass over a thread's panels: 64 rows of K ≤ 2048 (their int8 blocks and
   // aux bytes, 160 KiB) stay in L2 while the panels stream past them once per pass.
   static constexpr int kChunkRows = 64;
+  static constexpr int kUnit = V::kRows / kPanelKRows;  // panels per tile
   static int64_t panels(const PackedWeights& w) { return (int64_t(w.N) + kPanelKRows - 1) / kPanelKRows; }
   static size_t panel_bytes(const PackedWeights& w) { return size_t(w.K / kQKK) * P::kBytes; }
   static bool supports(const PackedWeights& w) {
@@ -270,10 +342,12 @@ struct PanelKLinear {
   static size_t aux_bytes(int K) { return (size_t(K / kQK) * kAux + 63) / 64 * 64; }
   static size_t scratch_bytes(const PackedWeights& w, int rows) { return size_t(rows) * (act_bytes(w.K) + aux_bytes(w.K)); }
 
-  // y rows m .. m + R − 1, outputs of panel pn.
-  template <int R>
+  // y rows m .. m + R − 1, outputs of panels pn .. pn + VT::kRows / 8 − 1.
+  template <class VT, int R>
   static void tile(const PackedWeights& w, int64_t pn, const uint8_t* xa, const uint8_t* xx, int m,
                    const float* bias, float* y, int64_t ldy) {
+    using F = typename VT::F;
+    constexpr int kRows = VT::kRows;
     const size_t ab = act_bytes(w.K), xb = aux_bytes(w.K);
     const BlockQ8A* x[R];
     const uint8_t* ax[R];
@@ -281,22 +355,32 @@ struct PanelKLinear {
       x[a] = reinterpret_cast<const BlockQ8A*>(xa + size_t(m + a) * ab);
       ax[a] = xx + size_t(m + a) * xb;
     }
-    __m256 acc[R];
-    for (int a = 0; a < R; ++a) acc[a] = _mm256_setzero_ps();
-    P::template tile<D, R>(static_cast<const uint8_t*>(w.data) + size_t(pn) * panel_bytes(w), w.K / kQKK, x, ax, acc);
+    F acc[R];
+    for (int a = 0; a < R; ++a) acc[a] = VT::zero_f();
+    P::template tile<VT, R>(static_cast<const uint8_t*>(w.data) + size_t(pn) * panel_bytes(w),
+                            int64_t(panel_bytes(w)), w.K / kQKK, x, ax, acc);
     const int64_t n = pn * kPanelKRows;
-    const int valid = int(std::min<int64_t>(kPanelKRows, w.N - n));
-    const __m256 bv = bias && valid == kPanelKRows ? _mm256_loadu_ps(bias + n) : _mm256_setzero_ps();
+    const int valid = int(std::min<int64_t>(kRows, w.N - n));
+    const F bv = bias && valid == kRows ? VT::loadf(bias + n) : VT::zero_f();
     for (int a = 0; a < R; ++a) {
       float* yr = y + (m + a) * ldy + n;
-      if (valid == kPanelKRows) {
-        _mm256_storeu_ps(yr, _mm256_add_ps(acc[a], bv));
+      if (valid == kRows) {
+        VT::storef(yr, VT::add(acc[a], bv));
       } else {
-        alignas(32) float t[kPanelKRows];
-        _mm256_store_ps(t, acc[a]);
+        alignas(64) float t[kRows];
+        VT::storef(t, acc[a]);
         for (int r = 0; r < valid; ++r) yr[r] = t[r] + (bias ? bias[n + r] : 0.0f);
       }
     }
+  }
+  // Input rows [m0, m1) against panels pn .. pn + kRows / 8 − 1 of tile type VT.
+  template <class VT>
+  static void rows_of(const PackedWeights& w, int64_t pn, const uint8_t* xa, const uint8_t* xx, int m0, int m1,
+                      const float* bias, float* y, int64_t ldy) {
+    int m = m0;
+    for (; m + RA <= m1; m += RA) tile<VT, RA>(w, pn, xa, xx, m, bias, y, ldy);
+    if (m1 - m >= 2 && RA > 2) tile<VT, 2>(w, pn, xa, xx, m, bias, y, ldy), m += 2;
+    if (m < m1) tile<VT, 1>(w, pn, xa, xx, m, bias, y, ldy);
   }
 
   static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y,
@@ -304,8 +388,8 @@ struct PanelKLinear {
     auto* xa = static_cast<uint8_t*>(scratch);
     uint8_t* xx = xa + size_t(rows) * act_bytes(w.K);
     const size_t ab = act_bytes(w.K), xb = aux_bytes(w.K);
-    const int64_t np = panels(w);
-    const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(np, rows))));
+    const int64_t np = panels(w), nu = (np + kUnit - 1) / kUnit;  // units: kUnit panels (the last may be fewer)
+    const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(nu, rows))));
 #pragma omp parallel num_threads(nt)
     {
       const int t = omp_get_thread_num(), n = omp_get_num_threads();
@@ -315,14 +399,14 @@ struct PanelKLinear {
         const auto* blocks = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
         for (int b = 0; b < w.K / kQK; ++b) P::aux(blocks[b], xx + r * xb + b * kAux);
       }
-      const int64_t p0 = np * t / n, p1 = np * (t + 1) / n;
+      const int64_t u0 = nu * t / n, u1 = nu * (t + 1) / n;
       for (int m0 = 0; m0 < rows; m0 += kChunkRows) {
         const int m1 = std::min(rows, m0 + kChunkRows);
-        for (int64_t pn = p0; pn < p1; ++pn) {
-          int m = m0;
-          for (; m + RA <= m1; m += RA) tile<RA>(w, pn, xa, xx, m, bias, y, ldy);
-          if (m1 - m >= 2 && RA > 2) tile<2>(w, pn, xa, xx, m, bias, y, ldy), m += 2;
-          if (m < m1) tile<1>(w, pn, xa, xx, m, bias, y, ldy);
+        for (int64_t u = u0; u < u1; ++u) {
+          const int64_t pn = u * kUnit;
+          if (pn + kUnit <= np) rows_of<V>(w, pn, xa, xx, m0, m1, bias, y, ldy);
+          else
+            for (int64_t q = pn; q < np; ++q) rows_of<V1>(w, q, xa, xx, m0, m1, bias, y, ldy);
         }
       }
     }

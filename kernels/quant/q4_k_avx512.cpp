@@ -23,5 +23,5 @@ namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
 // Reads the weights repacked into 8-row panels (panel_k_x86.hpp).
 extern const LinearKernelImpl linear_q4_k__avx512 =
-    quant::PanelKLinear<quant::PanelQ4K, quant::DpbusdVnni, 4, true>::impl("q4_K_panel8");
+    quant::PanelKLinear<quant::PanelQ4K, quant::V16, quant::V8<quant::DpbusdVnni>, 4, true>::impl("q4_K_panel8");
 }  // namespace headwise::kernels

@@ -17,5 +17,5 @@ namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
 // Reads the weights repacked into 8-row panels (panel_k_x86.hpp).
 extern const LinearKernelImpl linear_q6_k__avx2 =
-    quant::PanelKLinear<quant::PanelQ6K, quant::MaddAvx2, 2, false>::impl("q6_K_panel8");
+    quant::PanelKLinear<quant::PanelQ6K, quant::V8<quant::MaddAvx2>, quant::V8<quant::MaddAvx2>, 2, false>::impl("q6_K_panel8");
 }  // namespace headwise::kernels
