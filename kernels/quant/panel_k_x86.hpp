@@ -31,7 +31,7 @@
 // at AVX-512's 256-bit rate the zmm pairs halve the instructions and the activation
 // broadcasts (single thread, K 2048 × N 2048 × 128 rows: Q4_K 4.6 → 2.9 ms, ~370
 // GOP/s of ~850 int8 peak; Q6_K 5.2 → 3.5 ms; decode 1.15-1.2× faster than one panel per
-// ymm; RA = 6 measured no faster). Integer parts stay exact: Q4_K's sc·Σq·x ≤ 63·32·15·127
+// ymm; RA = 6, and 16-row panels read by one zmm load, measured no faster). Integer parts stay exact: Q4_K's sc·Σq·x ≤ 63·32·15·127
 // and Q6_K's sc·(Σq·x − 32·Σx) per half are int32 (vpmulld), one conversion per
 // activation block; the offsets (Q6_K's −32·Σx per half) and Q4_K's x.d·Σx (for the
 // mins) are computed once per input row into scratch next to its int8 blocks.
@@ -140,7 +140,6 @@ struct V16 {
 
 struct PanelQ4K {
   using B = BlockQ4_K;
-  static constexpr WType kType = WType::q4_k;
   static constexpr WeightType kRegType = WeightType::q4_k;
   static constexpr int kHead = 160;  // d, dmin, sc, m
   static constexpr int kBytes = kHead + kPanelKRows * kQKK / 2;
@@ -231,7 +230,6 @@ struct PanelQ4K {
 
 struct PanelQ6K {
   using B = BlockQ6_K;
-  static constexpr WType kType = WType::q6_k;
   static constexpr WeightType kRegType = WeightType::q6_k;
   static constexpr int kHead = 144;  // d, sc
   static constexpr int kBytes = kHead + kPanelKRows * kQKK * 6 / 8;
