@@ -99,6 +99,9 @@ uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, 
         ((contains(name, "attn_v.") || contains(name, "ffn_down.")) && layer >= 0 && more_bits_layer(layer, n_layers))) {
       want = hq::WType::q6_k;
       if (why) *why = mix + ": more bits";
+    } else if (contains(name, "attn_qkv.")) {  // fused q/k/v (GPT-2): one type up in every layer
+      want = mix == "q4_k_m" ? hq::WType::q5_k : hq::WType::q6_k;
+      if (why) *why = mix + ": more bits (fused qkv)";
     }
   } else {
     hq::parse_wtype(mix.c_str(), &want);

@@ -7,8 +7,9 @@
 //   - 2-D matrices get the mix's type: bf16, f16, q8_0, q4_0, q4_k, q5_k, q6_k; for q4_k_m
 //     ("Q4_K_M" as llama.cpp names it) Q4_K, with more bits where quantization hurts
 //     most: Q6_K for attn_v and ffn_down in the first and last eighth of the layers and
-//     every third layer between (half of them), and for the output matrix; q5_k_m
-//     ("Q5_K_M") is the same with Q5_K in place of Q4_K.
+//     every third layer between (half of them), and for the output matrix; a fused
+//     attn_qkv (GPT-2) gets Q5_K in every layer. q5_k_m ("Q5_K_M") is the same with Q5_K
+//     in place of Q4_K (and Q6_K for attn_qkv): llama.cpp's rules for both.
 //   - the token embedding gets the mix's type (Q4_K for q4_k_m, Q5_K for q5_k_m): it is
 //     only read one row per token; headwise dequantizes it once at load for the lookup.
 //   - the output matrix gets Q6_K under the 4- and 5-bit mixes (q4_0, q4_k, q4_k_m,
