@@ -12,13 +12,17 @@
 namespace headwise::kernels::quant {
 namespace {
 
-// Bit j (0..7) of every byte of qh moved to bit 4 (16): the 5th bit of the levels of
-// sub-block j. The 16-bit shifts only move bits across bytes outside bit 4's source
-// (left by ≤ 4 from bit j ≥ 0, right by ≤ 3 from bit j ≤ 7 of the same byte).
+// Bit j (0..7) of every byte of qh as 16: the 5th bit of the levels of sub-block j.
+// Branch-free for any j (the tiles' sub-block loops are not always unrolled): the
+// byte mask 1 << j from a table, compare, keep 16.
+alignas(32) constexpr uint8_t kQ5Bit[8][32] = {
+#define HW_Q5_ROW(b) {b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b}
+    HW_Q5_ROW(1), HW_Q5_ROW(2), HW_Q5_ROW(4), HW_Q5_ROW(8), HW_Q5_ROW(16), HW_Q5_ROW(32), HW_Q5_ROW(64), HW_Q5_ROW(128)
+#undef HW_Q5_ROW
+};
 inline __m256i q5_high_bits(__m256i qh, int j) {
-  const __m256i h = j <= 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - j))
-                           : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
-  return _mm256_and_si256(h, _mm256_set1_epi8(0x10));
+  const __m256i m = _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ5Bit[j]));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, m), m), _mm256_set1_epi8(0x10));
 }
 
 // The 32 levels of sub-block j of a Q5_K block.
@@ -40,13 +44,20 @@ float dot_q5_k(const uint8_t* w, const uint8_t* xa, int64_t K) {
     const BlockQ8A* x = a + sb * 8;
     for (int o = 0; o < int(sizeof B); o += 64) ahead(reinterpret_cast<const uint8_t*>(&B) + o);
     const float d = h2f(B.d), dmin = h2f(B.dmin);
-    const __m256i qh = load32(B.qh);
+    // qh shifted right by 2c before chunk c: its bits 0 and 1 are sub-blocks 2c and 2c + 1's
+    // (the 16-bit shifts bring the next byte's bits into bits 2-7 only, never read here)
+    __m256i qh = load32(B.qh);
+    const __m256i low4 = _mm256_set1_epi8(0xF), bit4 = _mm256_set1_epi8(0x10);
     for (int c = 0; c < 4; ++c) {
       int sc0, m0, sc1, m1;
       k_scale_min(B.scales, 2 * c, &sc0, &m0);
       k_scale_min(B.scales, 2 * c + 1, &sc1, &m1);
       const BlockQ8A &x0 = x[2 * c], &x1 = x[2 * c + 1];
-      const __m256i q0 = q5_levels(B, qh, 2 * c), q1 = q5_levels(B, qh, 2 * c + 1);
+      const __m256i raw = load32(B.q + 32 * c);
+      const __m256i q0 = _mm256_or_si256(_mm256_and_si256(raw, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit4));
+      const __m256i q1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), low4),
+                                         _mm256_and_si256(_mm256_slli_epi16(qh, 3), bit4));
+      qh = _mm256_srli_epi16(qh, 2);
       acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(D::dot(q0, load32(x0.q))), _mm256_set1_ps(d * sc0 * x0.d), acc0);
       acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(D::dot(q1, load32(x1.q))), _mm256_set1_ps(d * sc1 * x1.d), acc1);
       corr += dmin * (m0 * x0.d * float(x0.sum[0] + x0.sum[1]) + m1 * x1.d * float(x1.sum[0] + x1.sum[1]));
