@@ -2,8 +2,8 @@
 // multiplies (dot_x86.hpp: MaddAvx2, DpbusdVnni) and register tiles (tile_x86.hpp).
 // Q5_K is Q4_K with a 5th bit per level from qh: q = nibble | 16·bit, q ∈ [0, 31], so
 // u8 operands stay ≤ 128 (vpmaddubsw's pair sums 2·31·127 < 2¹⁵) and the products are
-// Q4_K's with one extra OR per 32 levels. Kept in its own header so that changes to
-// the Q4_K/Q6_K kernels leave it alone.
+// Q4_K's plus a few vector ops per 32 levels to merge the 5th bits. Kept in its own
+// header so that changes to the Q4_K/Q6_K kernels leave it alone.
 // Include only from a *_avx2.cpp / *_avx512.cpp file.
 #pragma once
 
