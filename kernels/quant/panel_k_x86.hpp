@@ -1,6 +1,6 @@
-// Q4_K and Q6_K weights in row-interleaved panels (the linear registry's repack hook,
-// kernels/matmul/linear.hpp): the avx2/avx512 entries of these types read this copy,
-// written once at load, instead of the GGUF rows.
+// Q4_K, Q5_K and Q6_K weights in row-interleaved panels (the linear registry's repack
+// hook, kernels/matmul/linear.hpp): the avx2/avx512 entries of these types read this
+// copy, written once at load, instead of the GGUF rows.
 //
 // Why: on GGUF rows a decode step does, per row and 32-element sub-block, one 8-bit dot
 // and then scalar work (6-bit scale/min decoding, scale products, a min-correction
@@ -16,6 +16,8 @@
 //     d[8] f16, dmin[8] f16, sc[8 sub-blocks][8 rows] u8, m[8][8] u8,
 //     q[4 pairs c][8 groups i][8 rows][4 bytes]: byte t of row r = GGUF byte 32c + 4i + t,
 //       i.e. sub-block 2c's element 4i + t in the low nibble, sub-block 2c + 1's in the high
+//   Q5_K (1440 bytes, 8 rows' GGUF blocks are 1408): as Q4_K, then
+//     qh[8 groups i][8 rows][4 bytes]: GGUF qh[4i + t], bit j = 5th bit of sub-block j's element 4i + t
 //   Q6_K (1680 bytes, as 8 rows' GGUF blocks):
 //     d[8] f16, sc[16 sub-blocks of 16][8 rows] s8,
 //     lo[4 pairs][8 groups][8 rows][4 bytes]: low 4 bits of q, block 2p in the low nibble,
@@ -33,7 +35,7 @@
 // GOP/s of ~850 int8 peak; Q6_K 5.2 → 3.5 ms; decode 1.15-1.2× faster than one panel per
 // ymm; RA = 6, and 16-row panels read by one zmm load, measured no faster). Integer parts stay exact: Q4_K's sc·Σq·x ≤ 63·32·15·127
 // and Q6_K's sc·(Σq·x − 32·Σx) per half are int32 (vpmulld), one conversion per
-// activation block; the offsets (Q6_K's −32·Σx per half) and Q4_K's x.d·Σx (for the
+// activation block (Q5_K: ≤ 63·32·31·127); the offsets (Q6_K's −32·Σx per half) and Q4_K's x.d·Σx (for the
 // mins) are computed once per input row into scratch next to its int8 blocks.
 // Against the GGUF-row kernels (bench/ab_quant_bench.py, main's quant_bench against this
 // one, 1 thread, loaded machine, medians of 4): avx512 decode_projection (K 4096 × N 8192)
@@ -46,6 +48,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/matmul/linear.hpp"
 #include "kernels/quant/dot_x86.hpp"
@@ -138,11 +141,14 @@ struct V16 {
 };
 #endif
 
-struct PanelQ4K {
-  using B = BlockQ4_K;
-  static constexpr WeightType kRegType = WeightType::q4_k;
+// Q4_K, and Q5_K (k5: the 5th bits in a plane after the nibbles).
+template <bool k5>
+struct PanelQK {
+  using B = std::conditional_t<k5, BlockQ5_K, BlockQ4_K>;
+  static constexpr WeightType kRegType = k5 ? WeightType::q5_k : WeightType::q4_k;
   static constexpr int kHead = 160;  // d, dmin, sc, m
-  static constexpr int kBytes = kHead + kPanelKRows * kQKK / 2;
+  static constexpr int kHi = kHead + kPanelKRows * kQKK / 2;  // Q5_K's 5th bits
+  static constexpr int kBytes = kHi + (k5 ? kPanelKRows * kQKK / 8 : 0);
   // Per activation block: x.d·Σx (float) for the mins; 4 bytes unused.
   static void aux(const BlockQ8A& x, uint8_t* out) {
     const float xs = x.d * float(x.sum[0] + x.sum[1]);
@@ -166,7 +172,15 @@ struct PanelQ4K {
       }
       for (int c = 0; c < 4; ++c)
         for (int i = 0; i < 8; ++i) std::memcpy(q + ((c * 8 + i) * 8 + r) * 4, b.q + 32 * c + 4 * i, 4);
+      // Q5_K: qh[l] bit j is the 5th bit of element l of sub-block j; kept as is, 4 bytes a lane
+      if constexpr (k5)
+        for (int i = 0; i < 8; ++i) std::memcpy(out + kHi + (i * 8 + r) * 4, b.qh + 4 * i, 4);
     }
+  }
+  // Bit j of every byte of h moved to bit 4 (the caller masks it).
+  template <class V>
+  static typename V::I bit_to_4(typename V::I h, int j) {
+    return j < 4 ? V::sll16(h, 4 - j) : j == 4 ? h : V::srl16(h, j - 4);
   }
 
   // acc[a] += the V::kRows rows (one panel at p, or two: p and p + p2) · input a over nsb
@@ -180,6 +194,8 @@ struct PanelQ4K {
     const I low4 = V::set8(0xF);
     for (int64_t sb = 0; sb < nsb; ++sb, p += kBytes) {
       for (int o = 0; o < kHead; o += 64) V::ahead2(p, p2, o);
+      if constexpr (k5)
+        for (int o = 0; o < kBytes - kHi; o += 64) V::ahead2(p, p2, kHi + o);
       const F d = V::f16(p, p2, 0), dmin = V::f16(p, p2, 16);
       // − dmin·Σ_j m_j·x_j.d·Σx_j
       F macc[RA];
@@ -207,7 +223,12 @@ struct PanelQ4K {
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
           const I v = V::load(p, p2, qc + 32 * i);
-          const I lo = V::and_(v, low4), hi = V::and_(V::srl16(v, 4), low4);
+          I lo = V::and_(v, low4), hi = V::and_(V::srl16(v, 4), low4);
+          if constexpr (k5) {
+            const I h = V::load(p, p2, kHi + 32 * i), bit4 = V::set8(0x10);
+            lo = V::or_(lo, V::and_(bit_to_4<V>(h, 2 * c), bit4));
+            hi = V::or_(hi, V::and_(bit_to_4<V>(h, 2 * c + 1), bit4));
+          }
           for (int a = 0; a < RA; ++a) {
             const BlockQ8A* xb = x[a] + sb * 8 + 2 * c;
             dlo[a][i % S] = V::dot(dlo[a][i % S], lo, V::set32(load_i32(xb[0].q + 4 * i)));
@@ -227,6 +248,9 @@ struct PanelQ4K {
     }
   }
 };
+
+using PanelQ4K = PanelQK<false>;
+using PanelQ5K = PanelQK<true>;
 
 struct PanelQ6K {
   using B = BlockQ6_K;

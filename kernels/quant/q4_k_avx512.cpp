@@ -1,6 +1,7 @@
-// Q4_K products on avx512: int8 dot products with AVX512-VNNI vpdpbusd; one weight row at a
-// time for one input row (dot_x86.hpp), register tiles for more (tile_x86.hpp);
-// and rows dequantized to bf16 for prefill's bf16 GEMM.
+// Q4_K products on avx512 (AVX512-VNNI vpdpbusd). The linear-registry entry reads the
+// weights repacked at load into 8-row panels, two panels per zmm (panel_k_x86.hpp). The
+// catalogue's GemvFn (quant.inc) reads GGUF rows: one row at a time for one input
+// (dot_x86.hpp), register tiles for more (tile_x86.hpp); and rows dequantized to bf16.
 #include "kernels/quant/tile_x86.hpp"
 #include "kernels/quant/panel_k_x86.hpp"
 
@@ -21,7 +22,6 @@ void dequant_bf16_q4_k__avx512(const void* w, size_t rb, int64_t n0, int64_t n1,
 
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
-// Reads the weights repacked into 8-row panels (panel_k_x86.hpp).
 extern const LinearKernelImpl linear_q4_k__avx512 =
     quant::PanelKLinear<quant::PanelQ4K, quant::V16, quant::V8<quant::DpbusdVnni>, 4, true>::impl("q4_K_panel8");
 }  // namespace headwise::kernels

@@ -1,7 +1,9 @@
-// Q5_K products on avx2: int8 dot products with vpmaddubsw + vpmaddwd; one weight row at a
-// time for one input row, register tiles for more (q5_k_x86.hpp).
+// Q5_K products on avx2 (vpmaddubsw + vpmaddwd). The linear-registry entry reads the
+// weights repacked at load into 8-row panels (panel_k_x86.hpp). The catalogue's GemvFn
+// (quant.inc) reads GGUF rows: one row at a time for one input, register tiles for more
+// (q5_k_x86.hpp).
 #include "kernels/quant/q5_k_x86.hpp"
-#include "kernels/quant/linear_quant_impl.hpp"
+#include "kernels/quant/panel_k_x86.hpp"
 
 namespace headwise::kernels::quant {
 
@@ -16,5 +18,5 @@ void gemv_q5_k__avx2(const void* w, size_t rb, int64_t n0, int64_t n1, const voi
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
 extern const LinearKernelImpl linear_q5_k__avx2 =
-    quant::QuantLinear<quant::WType::q5_k, WeightType::q5_k, quant::gemv_q5_k__avx2, false>::impl("q5_K");
+    quant::PanelKLinear<quant::PanelQ5K, quant::V8<quant::MaddAvx2>, quant::V8<quant::MaddAvx2>, 2, false>::impl("q5_K_panel8");
 }  // namespace headwise::kernels

@@ -1,8 +1,9 @@
-// Q5_K products on avx512: int8 dot products with AVX512-VNNI vpdpbusd; one weight row at a
-// time for one input row, register tiles for more (q5_k_x86.hpp); and rows dequantized
-// to bf16 for prefill's bf16 GEMM.
+// Q5_K products on avx512 (AVX512-VNNI vpdpbusd). The linear-registry entry reads the
+// weights repacked at load into 8-row panels, two panels per zmm (panel_k_x86.hpp). The
+// catalogue's GemvFn (quant.inc) reads GGUF rows: one row at a time for one input,
+// register tiles for more (q5_k_x86.hpp); and rows dequantized to bf16.
 #include "kernels/quant/q5_k_x86.hpp"
-#include "kernels/quant/linear_quant_impl.hpp"
+#include "kernels/quant/panel_k_x86.hpp"
 
 namespace headwise::kernels::quant {
 
@@ -22,5 +23,5 @@ void dequant_bf16_q5_k__avx512(const void* w, size_t rb, int64_t n0, int64_t n1,
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
 extern const LinearKernelImpl linear_q5_k__avx512 =
-    quant::QuantLinear<quant::WType::q5_k, WeightType::q5_k, quant::gemv_q5_k__avx512, true>::impl("q5_K");
+    quant::PanelKLinear<quant::PanelQ5K, quant::V16, quant::V8<quant::DpbusdVnni>, 4, true>::impl("q5_K_panel8");
 }  // namespace headwise::kernels

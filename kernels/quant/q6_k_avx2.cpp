@@ -1,5 +1,7 @@
-// Q6_K products on avx2: int8 dot products with vpmaddubsw + vpmaddwd; one weight row at a
-// time for one input row (dot_x86.hpp), register tiles for more (tile_x86.hpp).
+// Q6_K products on avx2 (vpmaddubsw + vpmaddwd). The linear-registry entry reads the
+// weights repacked at load into 8-row panels (panel_k_x86.hpp). The catalogue's GemvFn
+// (quant.inc) reads GGUF rows: one row at a time for one input (dot_x86.hpp), register
+// tiles for more (tile_x86.hpp).
 #include "kernels/quant/tile_x86.hpp"
 #include "kernels/quant/panel_k_x86.hpp"
 
@@ -15,7 +17,6 @@ void gemv_q6_k__avx2(const void* w, size_t rb, int64_t n0, int64_t n1, const voi
 
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
-// Reads the weights repacked into 8-row panels (panel_k_x86.hpp).
 extern const LinearKernelImpl linear_q6_k__avx2 =
     quant::PanelKLinear<quant::PanelQ6K, quant::V8<quant::MaddAvx2>, quant::V8<quant::MaddAvx2>, 2, false>::impl("q6_K_panel8");
 }  // namespace headwise::kernels

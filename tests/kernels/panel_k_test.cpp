@@ -121,7 +121,7 @@ TEST_P(PanelKTest, OddShapesMatchFloat64Reference) {
 std::vector<const LinearKernel*> panel_entries() {
   std::vector<const LinearKernel*> out;
   for (const LinearKernel& lk : linear_kernels())
-    if ((lk.type == WeightType::q4_k || lk.type == WeightType::q6_k) && lk.isa != Isa::scalar) out.push_back(&lk);
+    if ((lk.type == WeightType::q4_k || lk.type == WeightType::q5_k || lk.type == WeightType::q6_k) && lk.isa != Isa::scalar) out.push_back(&lk);
   return out;
 }
 
