@@ -1,0 +1,249 @@
+// Q4_0 and Q8_0 products on row-interleaved panels (layout: interleave.hpp), the x86
+// linear-registry entries of these types (q4_0_avx512.cpp, q4_0_avx2.cpp, q8_0_*).
+//
+// Why: on the stored layout (one row at a time, dot_x86.hpp) every 32-element block of
+// every row costs a scalar f16 conversion, a scale multiply, a broadcast, a horizontal
+// sum per row and a scalar offset correction: decode was bound by that work, not by
+// the bytes (Q4_0: 32% of the read bandwidth). On a panel of 8 rows one block of all 8
+// is: the quant vectors (Q4_0: 4 loads, unpacked to 8 nibble vectors), 8 int8 dot
+// products against the input's 4-byte groups broadcast to every lane (vpdpbusd; AVX2:
+// vpmaddubsw summed in 16 bits, one vpmaddwd), the int32 sums started at the type's
+// offset correction (−8·Σx for Q4_0, −128·Σx for Q8_0 on VNNI, precomputed per input
+// block), then ONE int → float, ONE vcvtph2ps of the 8 rows' scales, one multiply by
+// the input block's scale and ONE multiply-add into the 8 rows' sums.
+//
+// Prefill reads the same copy: a tile of one panel × up to kPanelTileA input rows, each
+// unpacked weight vector feeding every input row; a thread takes whole panels, inputs in
+// chunks of kPanelChunkA rows (they stay in L2, the panel in L1).
+// Include only from a *_avx2.cpp / *_avx512.cpp file.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/matmul/linear.hpp"
+#include "kernels/quant/dot_x86.hpp"
+#include "kernels/quant/interleave.hpp"
+#include "kernels/quant/quant.hpp"
+
+namespace headwise::kernels::quant {
+namespace {
+
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Q4_0: 16 quant bytes per row and block; the 8 nibble vectors of a block of a panel.
+template <class D>
+struct PanelQ4_0 {
+  static constexpr int kQB = 16;
+  static constexpr uint8_t kFlip = 0;
+  static constexpr int kOffset = 8;  // x = d·(q − 8)
+  struct W { __m256i v[8]; };  // v[i]: elements 4i..4i+3 (i < 4), 16 + 4(i − 4).. (i ≥ 4)
+  static W unpack(const uint8_t* q) {
+    const __m256i m = _mm256_set1_epi8(0xF);
+    W w;
+    for (int i = 0; i < 4; ++i) {
+      const __m256i raw = load32(q + 32 * i);
+      w.v[i] = _mm256_and_si256(raw, m);
+      w.v[4 + i] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m);
+    }
+    return w;
+  }
+  // acc + Σ q·x per row (lane).
+  static __m256i dot(const W& w, const BlockQ8A& x, __m256i acc) {
+    if constexpr (D::kWideU8) {  // two dependency chains of 4
+      __m256i acc1 = _mm256_setzero_si256();
+      for (int i = 0; i < 4; ++i) acc = D::dot_acc(acc, w.v[i], bcast4(x.q + 4 * i));
+      for (int i = 0; i < 4; ++i) acc1 = D::dot_acc(acc1, w.v[4 + i], bcast4(x.q + 16 + 4 * i));
+      return _mm256_add_epi32(acc, acc1);
+    } else {
+      // vpmaddubsw pairs are ≤ 2·15·127 = 3810 and 8 of them ≤ 30480 < 2¹⁵: summed in
+      // 16 bits, widened once.
+      __m256i s = _mm256_setzero_si256();
+      for (int i = 0; i < 4; ++i) {
+        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w.v[i], bcast4(x.q + 4 * i)));
+        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w.v[4 + i], bcast4(x.q + 16 + 4 * i)));
+      }
+      return _mm256_add_epi32(acc, _mm256_madd_epi16(s, _mm256_set1_epi16(1)));
+    }
+  }
+};
+
+// Q8_0: 32 quant bytes per row and block. VNNI: stored as w + 128 (unsigned), offset
+// 128; AVX2: signed, multiplied through the sign trick |w|·(x·sign w).
+template <class D>
+struct PanelQ8_0 {
+  static constexpr int kQB = 32;
+  static constexpr uint8_t kFlip = D::kWideU8 ? 0x80 : 0;
+  static constexpr int kOffset = D::kWideU8 ? 128 : 0;
+  struct W { __m256i v[8]; };  // v[i]: elements 4i..4i+3
+  static W unpack(const uint8_t* q) {
+    W w;
+    for (int i = 0; i < 8; ++i) w.v[i] = load32(q + 32 * i);
+    return w;
+  }
+  static __m256i dot(const W& w, const BlockQ8A& x, __m256i acc) {
+    if constexpr (D::kWideU8) {  // two dependency chains of 4
+      __m256i acc1 = _mm256_setzero_si256();
+      for (int i = 0; i < 8; i += 2) {
+        acc = D::dot_acc(acc, w.v[i], bcast4(x.q + 4 * i));
+        acc1 = D::dot_acc(acc1, w.v[i + 1], bcast4(x.q + 4 * i + 4));
+      }
+      acc = _mm256_add_epi32(acc, acc1);
+    } else {
+      // pairs ≤ 2·128·127 < 2¹⁵, but two of them may not be: widened per vector
+      for (int i = 0; i < 8; ++i)
+        acc = D::dot_acc(acc, _mm256_abs_epi8(w.v[i]), _mm256_sign_epi8(bcast4(x.q + 4 * i), w.v[i]));
+    }
+    return acc;
+  }
+};
+
+inline __m256 panel_scales(const uint8_t* s, int64_t b) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16 * b)));
+}
+
+// The 8 rows' sums into y[0..rows) (rows < 8 only in the last panel).
+inline void store_rows(float* y, __m256 v, int rows) {
+  if (rows == kPanelRows) {
+    _mm256_storeu_ps(y, v);
+    return;
+  }
+  alignas(32) float t[kPanelRows];
+  _mm256_store_ps(t, v);
+  for (int r = 0; r < rows; ++r) y[r] = t[r];
+}
+
+constexpr int kPanelTileA = 4;    // input rows per prefill tile
+constexpr int kPanelChunkA = 64;  // input rows per pass over a thread's panels (they stay in L2)
+
+// Panel p × inputs [m, m + RA): y(m + a, 8p + r). x rows ab bytes apart; st: each
+// input's per-block starting sums (−offset·Σx), nb apart.
+template <class P, int RA>
+void panel_tile(const uint8_t* panels, int64_t nb, int64_t p, int64_t N, const uint8_t* xa, size_t ab,
+                const int32_t* st, int m, float* y, int64_t ldy) {
+  const size_t qstep = size_t(kPanelRows) * P::kQB;
+  const uint8_t* q = panels + size_t(p) * panel_bytes(nb, P::kQB);
+  const uint8_t* s = q + size_t(nb) * qstep;
+  const BlockQ8A* x[RA];
+  for (int a = 0; a < RA; ++a) x[a] = reinterpret_cast<const BlockQ8A*>(xa + size_t(m + a) * ab);
+  __m256 acc[RA];
+  for (int a = 0; a < RA; ++a) acc[a] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const typename P::W w = P::unpack(q + size_t(b) * qstep);
+    const __m256 ws = panel_scales(s, b);
+    for (int a = 0; a < RA; ++a) {
+      const BlockQ8A& xb = x[a][b];
+      const __m256i start = P::kOffset ? _mm256_set1_epi32(st[size_t(m + a) * nb + b]) : _mm256_setzero_si256();
+      const __m256i d = P::dot(w, xb, start);
+      acc[a] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(ws, _mm256_set1_ps(xb.d)), acc[a]);
+    }
+  }
+  const int rows = int(std::min<int64_t>(kPanelRows, N - p * kPanelRows));
+  for (int a = 0; a < RA; ++a) store_rows(y + (m + a) * ldy + p * kPanelRows, acc[a], rows);
+}
+
+// One input row (decode): as panel_tile<P, 1>, two blocks per step in two sums.
+template <class P>
+void panel_gemv(const uint8_t* panels, int64_t nb, int64_t p0, int64_t p1, int64_t N, const BlockQ8A* x,
+                const int32_t* st, float* y) {
+  const size_t pb = panel_bytes(nb, P::kQB), qstep = size_t(kPanelRows) * P::kQB;
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint8_t* q = panels + size_t(p) * pb;
+    const uint8_t* s = q + size_t(nb) * qstep;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    auto one = [&](int64_t b, __m256 acc) {
+      const __m256i start = P::kOffset ? _mm256_set1_epi32(st[b]) : _mm256_setzero_si256();
+      const __m256i d = P::dot(P::unpack(q + size_t(b) * qstep), x[b], start);
+      return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(panel_scales(s, b), _mm256_set1_ps(x[b].d)), acc);
+    };
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+      for (size_t o = 0; o < 2 * qstep; o += 64) ahead(q + size_t(b) * qstep + o);
+      if ((b & 3) == 0) ahead(s + 16 * b);
+      acc0 = one(b, acc0);
+      acc1 = one(b + 1, acc1);
+    }
+    if (b < nb) acc0 = one(b, acc0);
+    store_rows(y + p * kPanelRows, _mm256_add_ps(acc0, acc1), int(std::min<int64_t>(kPanelRows, N - p * kPanelRows)));
+  }
+}
+
+template <class P, int RA>
+void panel_tiles(const uint8_t* panels, int64_t nb, int64_t p, int64_t N, const uint8_t* xa, size_t ab,
+                 const int32_t* st, int m, int ra, float* y, int64_t ldy) {
+  if (ra == RA) panel_tile<P, RA>(panels, nb, p, N, xa, ab, st, m, y, ldy);
+  else if constexpr (RA > 1) panel_tiles<P, RA - 1>(panels, nb, p, N, xa, ab, st, m, ra, y, ldy);
+}
+
+// The registry entry of a panel type P (PanelQ4_0<D>, PanelQ8_0<D>) for weight type RT.
+// kVnni: the entry uses AVX512-VNNI; on an AVX-512 CPU without it (or without BF16, as
+// the catalogue's avx512 entries) it declines and the registry falls to the avx2 entry.
+template <class P, WType T, WeightType RT, bool kVnni>
+struct PanelLinear {
+  static int64_t blocks(const PackedWeights& w) { return w.K / kQK; }
+  static bool supports(const PackedWeights& w) {
+    if (kVnni && !cpu_has_avx512_vnni_bf16()) return false;
+    return w.type == RT && w.data && w.NB == 1 && w.K > 0 && w.K % kQK == 0 && w.N > 0 &&
+           w.row_bytes == int64_t(row_bytes(*type_info(T), w.K));
+  }
+  static size_t act_bytes(int K) { return (act_row_bytes(ActKind::q8a, K) + 63) / 64 * 64; }
+  // Per input row: the prepared blocks, then (after all rows) nb starting sums per row.
+  static size_t scratch_bytes(const PackedWeights& w, int rows) {
+    return size_t(rows) * act_bytes(w.K) + size_t(rows) * size_t(blocks(w)) * 4;
+  }
+  static size_t repacked_bytes(const PackedWeights& w) {
+    return size_t((w.N + kPanelRows - 1) / kPanelRows) * panel_bytes(blocks(w), P::kQB);
+  }
+  static void repack(const PackedWeights& w, int64_t n0, int64_t n1, void* dst) {
+    repack_panels(static_cast<const uint8_t*>(w.data), size_t(w.row_bytes), w.N, blocks(w), P::kQB, P::kFlip, n0, n1,
+                  static_cast<uint8_t*>(dst));
+  }
+  static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y, int64_t ldy,
+                  int rows, int threads, void* scratch) {
+    const auto* panels = static_cast<const uint8_t*>(w.data);
+    const int64_t nb = blocks(w), N = w.N, np = (N + kPanelRows - 1) / kPanelRows;
+    auto* xa = static_cast<uint8_t*>(scratch);
+    const size_t ab = act_bytes(w.K);
+    auto* st = reinterpret_cast<int32_t*>(xa + size_t(rows) * ab);
+    const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(np, rows))));
+#pragma omp parallel num_threads(nt)
+    {
+      const int t = omp_get_thread_num(), n = omp_get_num_threads();
+#pragma omp for schedule(static)
+      for (int r = 0; r < rows; ++r) {
+        prepare_activations(ActKind::q8a, x + r * ldx, xa + r * ab, w.K);
+        const auto* xb = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
+        for (int64_t b = 0; b < nb; ++b) st[size_t(r) * nb + b] = -P::kOffset * (xb[b].sum[0] + xb[b].sum[1]);
+      }
+      const int64_t p0 = np * t / n, p1 = np * (t + 1) / n;
+      if (p0 < p1) {
+        if (rows == 1) {
+          panel_gemv<P>(panels, nb, p0, p1, N, reinterpret_cast<const BlockQ8A*>(xa), st, y);
+        } else {
+          for (int m0 = 0; m0 < rows; m0 += kPanelChunkA) {
+            const int m1 = std::min(rows, m0 + kPanelChunkA);
+            for (int64_t p = p0; p < p1; ++p)
+              for (int m = m0; m < m1; m += kPanelTileA)
+                panel_tiles<P, kPanelTileA>(panels, nb, p, N, xa, ab, st, m, std::min(kPanelTileA, m1 - m), y, ldy);
+          }
+        }
+        if (bias) {
+          const int64_t n0 = p0 * kPanelRows, n1 = std::min(N, p1 * kPanelRows);
+          for (int r = 0; r < rows; ++r)
+            for (int64_t j = n0; j < n1; ++j) y[r * ldy + j] += bias[j];
+        }
+      }
+    }
+  }
+  static constexpr LinearKernelImpl impl(const char* name) {
+    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanelRows};
+  }
+};
+
+}  // namespace
+}  // namespace headwise::kernels::quant
