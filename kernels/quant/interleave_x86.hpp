@@ -252,6 +252,44 @@ void panel_tile_z(const uint8_t* panels, int64_t nb, int64_t p, int64_t N, const
     store_rows(y + (m + a) * ldy + (p + 1) * kPanelRows, _mm512_extractf32x8_ps(acc[a], 1), rows);
   }
 }
+
+// One input row on pairs of panels (a last odd panel: panel_gemv), two blocks per step.
+template <class P>
+void panel_gemv_z(const uint8_t* panels, int64_t nb, int64_t p0, int64_t p1, int64_t N, const BlockQ8A* x,
+                  const int32_t* st, float* y) {
+  using Z = PanelZ<P>;
+  const size_t pb = panel_bytes(nb, P::kQB), qstep = size_t(kPanelRows) * P::kQB;
+  int64_t p = p0;
+  for (; p + 1 < p1; p += 2) {
+    const uint8_t* q0 = panels + size_t(p) * pb;
+    const uint8_t* q1 = q0 + pb;
+    const uint8_t *s0 = q0 + size_t(nb) * qstep, *s1 = q1 + size_t(nb) * qstep;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    auto one = [&](int64_t b, __m512 acc) {
+      const __m512i d = Z::dot(Z::unpack(q0 + size_t(b) * qstep, q1 + size_t(b) * qstep), x[b], _mm512_set1_epi32(st[b]));
+      return _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(Z::scales(s0, s1, b), _mm512_set1_ps(x[b].d)), acc);
+    };
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+      for (size_t o = 0; o < 2 * qstep; o += 64) {
+        ahead(q0 + size_t(b) * qstep + o);
+        ahead(q1 + size_t(b) * qstep + o);
+      }
+      if ((b & 3) == 0) {
+        ahead(s0 + 16 * b);
+        ahead(s1 + 16 * b);
+      }
+      acc0 = one(b, acc0);
+      acc1 = one(b + 1, acc1);
+    }
+    if (b < nb) acc0 = one(b, acc0);
+    const __m512 v = _mm512_add_ps(acc0, acc1);
+    _mm256_storeu_ps(y + p * kPanelRows, _mm512_castps512_ps256(v));
+    store_rows(y + (p + 1) * kPanelRows, _mm512_extractf32x8_ps(v, 1),
+               int(std::min<int64_t>(kPanelRows, N - (p + 1) * kPanelRows)));
+  }
+  if (p < p1) panel_gemv<P>(panels, nb, p, p1, N, x, st, y);
+}
 #endif
 
 // Panel p (two: p and p + 1, when `two`) × inputs [m, m + ra), ra ≤ RA.
@@ -315,7 +353,12 @@ struct PanelLinear {
       const int64_t p0 = np * t / n, p1 = np * (t + 1) / n;
       if (p0 < p1) {
         if (rows == 1) {
-          panel_gemv<P>(panels, nb, p0, p1, N, reinterpret_cast<const BlockQ8A*>(xa), st, y);
+          const auto* x0 = reinterpret_cast<const BlockQ8A*>(xa);
+#if defined(__AVX512F__) && defined(__AVX512VNNI__)
+          if constexpr (P::kZmm) panel_gemv_z<P>(panels, nb, p0, p1, N, x0, st, y);
+          else
+#endif
+            panel_gemv<P>(panels, nb, p0, p1, N, x0, st, y);
         } else {
           for (int m0 = 0; m0 < rows; m0 += kPanelChunkA) {
             const int m1 = std::min(rows, m0 + kPanelChunkA);
