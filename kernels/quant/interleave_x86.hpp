@@ -50,6 +50,7 @@ struct PanelQ4_0 {
   static constexpr uint8_t kFlip = 0;
   static constexpr int kOffset = 8;  // x = d·(q − 8)
   static constexpr bool kZmm = D::kZmm;
+  static constexpr bool kDecodePairs = true;  // decode: two blocks per step
   struct W { __m256i v[8]; };  // v[i]: elements 4i..4i+3 (i < 4), 16 + 4(i − 4).. (i ≥ 4)
   static W unpack(const uint8_t* q) {
     const __m256i m = _mm256_set1_epi8(0xF);
@@ -89,6 +90,7 @@ struct PanelQ8_0 {
   static constexpr uint8_t kFlip = D::kWideU8 ? 0x80 : 0;
   static constexpr int kOffset = D::kWideU8 ? 128 : 0;
   static constexpr bool kZmm = D::kZmm;
+  static constexpr bool kDecodePairs = D::kWideU8;  // AVX2: two blocks' 16 vectors spill
   struct W { __m256i v[8]; };  // v[i]: elements 4i..4i+3
   static W unpack(const uint8_t* q) {
     W w;
@@ -174,13 +176,19 @@ void panel_gemv(const uint8_t* panels, int64_t nb, int64_t p0, int64_t p1, int64
       return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(panel_scales(s, b), _mm256_set1_ps(x[b].d)), acc);
     };
     int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-      for (size_t o = 0; o < 2 * qstep; o += 64) ahead(q + size_t(b) * qstep + o);
+    if constexpr (P::kDecodePairs) {
+      for (; b + 1 < nb; b += 2) {
+        for (size_t o = 0; o < 2 * qstep; o += 64) ahead(q + size_t(b) * qstep + o);
+        if ((b & 3) == 0) ahead(s + 16 * b);
+        acc0 = one(b, acc0);
+        acc1 = one(b + 1, acc1);
+      }
+    }
+    for (; b < nb; ++b) {
+      for (size_t o = 0; o < qstep; o += 64) ahead(q + size_t(b) * qstep + o);
       if ((b & 3) == 0) ahead(s + 16 * b);
       acc0 = one(b, acc0);
-      acc1 = one(b + 1, acc1);
     }
-    if (b < nb) acc0 = one(b, acc0);
     store_rows(y + p * kPanelRows, _mm256_add_ps(acc0, acc1), int(std::min<int64_t>(kPanelRows, N - p * kPanelRows)));
   }
 }
