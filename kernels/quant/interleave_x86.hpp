@@ -23,8 +23,8 @@
 // (1.30), q8_0 0.87-1.15 ms (1.12-1.24); projection/q4_0/avx512 (128 rows, 2048²)
 // ~360-430 GFLOP/s (117-160), q8_0 ~360-400 (132); the int8 peak is ~846 GOP/s per core.
 // AVX2: q4_0 decode 0.62-0.84 ms (1.41-1.46), prefill ~165-172 GFLOP/s (70); q8_0 prefill
-// ~120 (71-89) but decode 1.50-1.66 ms (1.30-1.41): the sign trick's two extra
-// operations per vector cost more across 8 rows than the per-row scalar work saved.
+// ~120 (71-89) but decode 1.50-1.66 ms (1.30-1.41), slower by a cause not found yet
+// (fewer instructions per row-block than the stored layout's loop; an open question).
 // Include only from a *_avx2.cpp / *_avx512.cpp file.
 #pragma once
 
