@@ -218,7 +218,7 @@ async function overhead(model) {
     : ci[0] >= 0.97 ? 'goal met (the interval lies above 0.97)'
     : ci[1] < 0.97 ? 'goal NOT met (the interval lies below 0.97)'
     : `not resolved: the interval straddles 0.97 (more --pairs, or a quieter machine)`;
-  console.log(`overhead ${model}${kv}: server/run per pair: median ${f(mid, 3)} (${f((1 - mid) * 100)}% slower; goal < 3%), ` +
+  console.log(`overhead ${model}${kv}: server/run per pair: median ${f(mid, 3)} (${mid <= 1 ? `${f((1 - mid) * 100)}% slower` : `${f((mid - 1) * 100)}% faster`}; goal: < 3% slower), ` +
               `95% interval ${ci ? `${f(ci[0], 3)}-${f(ci[1], 3)}` : 'n/a'}, range ${f(Math.min(...ratio), 3)}-${f(Math.max(...ratio), 3)} ` +
               `over ${P} pairs: ${verdict}`);
 }
