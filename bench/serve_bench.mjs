@@ -23,7 +23,7 @@
 //        [--only overhead|ttft|concurrency|llama-server]
 //        [--llama-server /tmp/headwise-llama-cpp/build/bin/llama-server --gguf llama-134m-f32.gguf]
 import { spawn, execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 
 const opt = { models: 'gpt2-small,llama-134m', threads: '2', repeats: '3', only: '', gen: '64', 'prompt-len': '32',
@@ -71,6 +71,19 @@ async function measured(pid, fn) {
   const value = await fn();
   const wall = (performance.now() - t0) / 1000, cpu = (pid ? procCpu(pid) : childrenCpu()) - c0;
   return { value, la, cores: cpu / wall, wall };
+}
+// Voluntary context switches of the server's compute threads (the scheduler and its
+// OpenMP workers, named hw-scheduler): a thread that sleeps at a barrier instead of
+// spinning switches once per parallel region (~100 per decode step), one that spins ~0.
+function computeSwitches(pid) {
+  let n = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim() !== 'hw-scheduler') continue;
+      n += Number(readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8').match(/^voluntary_ctxt_switches:\s+(\d+)/m)[1]);
+    } catch { /* exited */ }
+  }
+  return n;
 }
 const cond = (ms) => `[load ${mr(ms.map((m) => m.la), 1)}, cpu/wall ${mr(ms.map((m) => m.cores), 2)}]`;
 
@@ -195,9 +208,11 @@ async function overhead(model) {
   const srv = await startHeadwise(model, ['--max-sessions', '1', '--max-context', String(Math.max(256, prompt.length + GEN + 8)), ...kvArgs()]);
   await stream(srv.url, prompt, 4);
   await run(model, prompt, prompt.length + 4);  // the model file in the page cache for both
-  const s = [], r = [], ratio = [];
+  const s = [], r = [], ratio = [], switches = [];
   const serverSide = () => measured(srv.pid, async () => {
+    const c0 = computeSwitches(srv.pid);
     const x = await stream(srv.url, prompt, GEN);
+    switches.push((computeSwitches(srv.pid) - c0) / x.tokens);
     return (x.times.length - 1) / ((x.times.at(-1) - x.times[0]) / 1000);
   });
   const runSide = () => measured(0, async () => (await run(model, prompt, prompt.length + GEN - 1)).gen_tps);
@@ -213,6 +228,8 @@ async function overhead(model) {
   const ci = medianCI(ratio), mid = median(ratio);
   const kv = opt['kv-type'] ? `, KV ${opt['kv-type']}` : '';
   console.log(`overhead ${model}${kv}: one streamed greedy request ${mr(v(s), 2)} tokens/s ${cond(s)}`);
+  console.log(`overhead ${model}${kv}: the server's compute threads slept ${mr(switches, 1)} times per token ` +
+              '(voluntary context switches; ~100 would mean OpenMP barriers sleeping, see server.omp_pool)');
   console.log(`overhead ${model}${kv}: headwise run (fresh process) ${mr(v(r), 2)} tokens/s ${cond(r)}`);
   const verdict = !ci ? `too few pairs for a 95% interval (--pairs >= 6)`
     : ci[0] >= 0.97 ? 'goal met (the interval lies above 0.97)'
