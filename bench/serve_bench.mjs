@@ -274,7 +274,9 @@ async function sweep(label, start, extra) {
   for (const clients of LEVELS) {
     const srv = shared || (await start(clients));
     if (srv.shared) shared = srv;
-    await stream(srv.url, ids(8, 3), 2, extra);  // warm-up
+    // Warm-up: a prompt of the measured length and 16 tokens, so the first measured
+    // round pays no first-use costs (page faults of fresh buffers, thread start-up).
+    await stream(srv.url, ids(PLEN, 3), 16, extra);
     const ms = [], gaps = [], first = [];
     for (let i = 0; i < R; i++) {
       const m = await measured(srv.pid, () => level(srv, clients, i, extra));
