@@ -27,8 +27,10 @@ Goals (issue 10): prefill >= 1.5x llama.cpp for BF16, Q8_0, Q4_0, >= 1.3x for Q4
 decode >= 1.2x for all four; headwise decode >= 90% of the bandwidth. F32: no goal.
 
 --llama-quantize-check converts F32 GGUFs written by headwise with llama.cpp's own
-llama-quantize into Q8_0, Q4_0 and Q4_K_M and checks that headwise agrees with llama.cpp
-(node-llama-cpp 3.21.1, tests/node/llamacpp_probs.mjs) on those files: the next-token
+llama-quantize into those of Q8_0, Q4_0, Q4_K_M and Q5_K_M that --types names (Q5_K_M
+is not in the default list: --types q5_k_m also benchmarks it, with no goal from issue
+10) and checks that headwise agrees with llama.cpp (node-llama-cpp 3.21.1,
+tests/node/llamacpp_probs.mjs) on those files: the next-token
 distributions after each of 100 positions of a text, with the bounds of the test
 e2e.llamacpp_quant (tests/e2e/check_llamacpp_quant.py, which explains them) on that
 test's model shape (llama-256), and printed against them for llama-134m; the same check
@@ -36,7 +38,7 @@ on headwise convert's file of each type is printed beside each as the control.
 
   /usr/bin/python3 bench/compare_llama_cpp.py                # full table (long)
   /usr/bin/python3 bench/compare_llama_cpp.py --quick        # P 64, G 16, 1 round, R 1
-  /usr/bin/python3 bench/compare_llama_cpp.py --llama-quantize-check --types q8_0,q4_0,q4_k_m --rounds 0
+  /usr/bin/python3 bench/compare_llama_cpp.py --llama-quantize-check --types q8_0,q4_0,q4_k_m,q5_k_m --rounds 0
 Build llama.cpp first: bench/build_llama_cpp.sh (default folder /tmp/headwise-llama-cpp).
 """
 import argparse
@@ -65,6 +67,8 @@ SHAPES = {
                       "num_attention_heads": 32, "num_key_value_heads": 8},
 }
 TYPES = ["f32", "bf16", "q8_0", "q4_0", "q4_k_m"]
+EXTRA_TYPES = ["q5_k_m"]  # accepted by --types, not in the default list
+QUANTIZE_TYPES = ["q8_0", "q4_0", "q4_k_m", "q5_k_m"]  # what --llama-quantize-check can make
 PREFILL_GOAL = {"bf16": 1.5, "q8_0": 1.5, "q4_0": 1.5, "q4_k_m": 1.3}
 DECODE_GOAL = {t: 1.2 for t in PREFILL_GOAL}
 BW_GOAL = 90.0
@@ -318,8 +322,9 @@ def benchmark(a, files):
 
 # ---- agreement on files llama-quantize wrote -------------------------------------------
 
-def quantize_check(a, models):
-    """models: [(label, F32 GGUF, {type: headwise convert's file, the control}, bounded)].
+def quantize_check(a, models, qtypes):
+    """qtypes: headwise's names of the llama-quantize types to make (q4_k_m -> Q4_K_M).
+    models: [(label, F32 GGUF, {type: headwise convert's file, the control}, bounded)].
     Only the bounded models' llama-quantize files decide the exit status: the test's bounds
     are calibrated on its 2-layer model (llama-256 here); deeper models accumulate each
     side's rounding of the inputs (the control shows that level), and are printed."""
@@ -333,7 +338,7 @@ def quantize_check(a, models):
     os.makedirs(work, exist_ok=True)
     files = []
     for label, f32, own, bounded in models:
-        for t in ("Q8_0", "Q4_0", "Q4_K_M"):
+        for t in (q.upper() for q in qtypes):
             out = os.path.join(work, f"{label}-{t}-by-llama-quantize.gguf")
             log(f"llama-quantize {f32} {out} {t}")
             run([a.llama_quantize, f32, out, t, str(a.threads)])
@@ -370,7 +375,8 @@ def main():
     ap.add_argument("--vocab", default=os.path.join(ROOT, "..", "shared", "vocab", "ggml-vocab-llama-spm.gguf"),
                     help="the vocabulary GGUF whose tokenizer the files get (llama.cpp needs one)")
     ap.add_argument("--workdir", default="/tmp/hw_compare_llama_cpp")
-    ap.add_argument("--types", default=",".join(TYPES), help="llama-134m weight types (default: all)")
+    ap.add_argument("--types", default=",".join(TYPES),
+                    help=f"llama-134m weight types (default: {','.join(TYPES)}; also {','.join(EXTRA_TYPES)})")
     ap.add_argument("--include-1b", action="store_true", help="also llama-1b-like at Q4_K_M (4.4 GB to make)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt-len", type=int, default=512)
@@ -394,8 +400,8 @@ def main():
                      "llama.cpp: bench/build_llama_cpp.sh; the vocabulary: ../shared/vocab)")
     types = [t for t in a.types.split(",") if t]
     for t in types:
-        if t not in TYPES:
-            ap.error(f"--types: '{t}' is not one of {','.join(TYPES)}")
+        if t not in TYPES + EXTRA_TYPES:
+            ap.error(f"--types: '{t}' is not one of {','.join(TYPES + EXTRA_TYPES)}")
     os.makedirs(a.workdir, exist_ok=True)
     files, f32 = make_files(a, "llama-134m", types)
     todo = [("llama-134m", t, files[t] if t != "f32" else f32) for t in types]
@@ -415,10 +421,12 @@ def main():
         for n in notes:
             print("  " + n)
     if a.llama_quantize_check:
-        qtypes = ["q8_0", "q4_0", "q4_k_m"]
+        qtypes = [t for t in QUANTIZE_TYPES if t in types]
+        if not qtypes:
+            ap.error(f"--llama-quantize-check: --types names none of {','.join(QUANTIZE_TYPES)}")
         small, small_f32 = make_files(a, "llama-256", qtypes)
         ok = quantize_check(a, [("llama-256", small_f32, small, True),
-                                ("llama-134m", f32, {t: files[t] for t in types if t in qtypes}, False)])
+                                ("llama-134m", f32, {t: files[t] for t in types if t in qtypes}, False)], qtypes)
     return 0 if ok else 1
 
 

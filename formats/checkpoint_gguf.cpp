@@ -22,10 +22,11 @@ Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::T
     else if (t.type == 8) v.dtype = graph::DType::q8_0;   // ggml Q8_0
     else if (t.type == 2) v.dtype = graph::DType::q4_0;   // ggml Q4_0
     else if (t.type == 12) v.dtype = graph::DType::q4_k;  // ggml Q4_K
+    else if (t.type == 13) v.dtype = graph::DType::q5_k;  // ggml Q5_K
     else if (t.type == 14) v.dtype = graph::DType::q6_k;  // ggml Q6_K
     else
       return unsupported(f.path() + ": tensor '" + t.name + "' has type " + t.type_name() +
-                         ", which headwise cannot compute with yet (F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K "
+                         ", which headwise cannot compute with yet (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K "
                          "are supported)");
     v.shape = t.shape();
     v.data = t.data;

@@ -19,6 +19,7 @@ uint32_t ggml_type_of(graph::DType t) {
     case graph::DType::q8_0: return 8;
     case graph::DType::q4_0: return 2;
     case graph::DType::q4_k: return 12;
+    case graph::DType::q5_k: return 13;
     case graph::DType::q6_k: return 14;
   }
   return kGgmlF32;

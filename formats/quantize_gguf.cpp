@@ -28,6 +28,8 @@ uint32_t file_type(const std::string& mix) {
   if (mix == "q8_0") return 7;
   if (mix == "q4_k") return 14;  // "Q4_K_S": all Q4_K
   if (mix == "q4_k_m") return 15;
+  if (mix == "q5_k") return 16;  // "Q5_K_S": all Q5_K
+  if (mix == "q5_k_m") return 17;
   if (mix == "q6_k") return 18;
   if (mix == "bf16") return 32;
   return 0;
@@ -46,7 +48,7 @@ int layer_of(const std::string& name) {
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
-// Half of the layers get more bits under q4_k_m: the first and last eighth (where
+// Half of the layers get more bits under q4_k_m and q5_k_m: the first and last eighth (where
 // errors matter most) and every third layer in between.
 bool more_bits_layer(int layer, int n_layers) {
   return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
@@ -67,7 +69,7 @@ Status to_floats(const GgufTensor& t, std::vector<float>* out) {
   const hq::TypeInfo* ti = hq::type_info(static_cast<hq::WType>(t.type));
   if (!ti || t.ne.empty() || t.ne[0] % ti->block != 0)
     return unsupported(std::string("tensor '") + t.name + "' has type " + t.type_name() +
-                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
   const int64_t K = t.ne[0], rows = n / K;
   for (int64_t r = 0; r < rows; ++r) ti->dequantize(t.data + size_t(r) * hq::row_bytes(*ti, K), out->data() + r * K, K);
   return Status::Ok();
@@ -77,30 +79,35 @@ Status to_floats(const GgufTensor& t, std::vector<float>* out) {
 
 bool valid_weight_mix(const std::string& mix) {
   const std::string m = lower(mix);
-  return m == "bf16" || m == "f16" || m == "q8_0" || m == "q4_0" || m == "q4_k" || m == "q6_k" || m == "q4_k_m";
+  return m == "bf16" || m == "f16" || m == "q8_0" || m == "q4_0" || m == "q4_k" || m == "q5_k" || m == "q6_k" || m == "q4_k_m" ||
+         m == "q5_k_m";
 }
 
-const char* weight_mixes_help() { return "bf16|f16|q8_0|q4_0|q4_k|q6_k|q4_k_m"; }
+const char* weight_mixes_help() { return "bf16|f16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|q5_k_m"; }
 
 uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, const std::vector<int64_t>& ne,
                             int n_layers, std::string* why) {
   const std::string mix = lower(mix_in);
   if (ne.size() < 2 || contains(name, "rope_freqs")) return kGgmlF32;
-  const bool four_bit = mix == "q4_0" || mix == "q4_k" || mix == "q4_k_m";
+  // The 4- and 5-bit mixes keep the output matrix in Q6_K (llama.cpp does for every K-quant mix).
+  const bool low_bit = mix == "q4_0" || mix == "q4_k" || mix == "q4_k_m" || mix == "q5_k" || mix == "q5_k_m";
   hq::WType want;
-  if (mix == "q4_k_m") {
-    want = hq::WType::q4_k;
+  if (mix == "q4_k_m" || mix == "q5_k_m") {
+    want = mix == "q4_k_m" ? hq::WType::q4_k : hq::WType::q5_k;
     const int layer = layer_of(name);
     if (name == "output.weight" ||
         ((contains(name, "attn_v.") || contains(name, "ffn_down.")) && layer >= 0 && more_bits_layer(layer, n_layers))) {
       want = hq::WType::q6_k;
-      if (why) *why = "q4_k_m: more bits";
+      if (why) *why = mix + ": more bits";
+    } else if (contains(name, "attn_qkv.")) {  // fused q/k/v (GPT-2): one type up in every layer
+      want = mix == "q4_k_m" ? hq::WType::q5_k : hq::WType::q6_k;
+      if (why) *why = mix + ": more bits (fused qkv)";
     }
   } else {
     hq::parse_wtype(mix.c_str(), &want);
-    if (four_bit && name == "output.weight") {
+    if (low_bit && name == "output.weight") {
       want = hq::WType::q6_k;
-      if (why) *why = "4-bit mix: output matrix in Q6_K";
+      if (why) *why = "low-bit mix: output matrix in Q6_K";
     }
   }
   const int64_t K = ne[0];

@@ -19,6 +19,7 @@ const char* dtype_name(DType t) {
     case DType::q8_0: return "Q8_0";
     case DType::q4_0: return "Q4_0";
     case DType::q4_k: return "Q4_K";
+    case DType::q5_k: return "Q5_K";
     case DType::q6_k: return "Q6_K";
   }
   return "?";
@@ -29,7 +30,7 @@ size_t dtype_size(DType t) {
     case DType::f32: return 4;
     case DType::f16: return 2;
     case DType::bf16: return 2;
-    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q6_k: return 0;
+    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q5_k: case DType::q6_k: return 0;
   }
   return 0;
 }
@@ -105,7 +106,7 @@ void to_f32(DType t, const uint8_t* src, size_t n, float* dst) {
         dst[i] = bf16_to_f32(b);
       }
       return;
-    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q6_k: {
+    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q5_k: case DType::q6_k: {
       // blocks lie back to back across rows: one pass over all n elements
       const auto* ti = kernels::quant::type_info(dtype_quant_type(t));
       ti->dequantize(src, dst, int64_t(n));
@@ -122,6 +123,7 @@ kernels::quant::WType dtype_quant_type(DType t) {
     case DType::q8_0: return WType::q8_0;
     case DType::q4_0: return WType::q4_0;
     case DType::q4_k: return WType::q4_k;
+    case DType::q5_k: return WType::q5_k;
     case DType::q6_k: return WType::q6_k;
     case DType::f32: break;
   }

@@ -85,6 +85,7 @@ kernels::WeightType weight_type_of(DType t) {
     case DType::q8_0: return kernels::WeightType::q8_0;
     case DType::q4_0: return kernels::WeightType::q4_0;
     case DType::q4_k: return kernels::WeightType::q4_k;
+    case DType::q5_k: return kernels::WeightType::q5_k;
     case DType::q6_k: return kernels::WeightType::q6_k;
   }
   return kernels::WeightType::f32;

@@ -2,8 +2,8 @@
 // (`headwise bench --synthetic NAME --weights TYPE`): the same seeded f32 weights as
 // Model::synthetic, then each matrix in the type formats/quantize_gguf.hpp chooses for
 // it under that mix (choose_tensor_type, by the tensor's GGUF name: the output matrix in
-// q6_k under the 4-bit mixes, q4_k_m's q6_k layers, the q8_0/f16 fallback for rows that
-// are not whole blocks), quantized by the catalogue's quantizers (kernels/quant/).
+// q6_k under the 4- and 5-bit mixes, q4_k_m's and q5_k_m's q6_k layers, the q8_0/f16
+// fallback for rows that are not whole blocks), quantized by the catalogue's quantizers (kernels/quant/).
 #pragma once
 
 #include <cstdint>

@@ -38,7 +38,8 @@ double bench_weights_peak(const std::string& mix_in, const MachinePeak& peak, in
     *what = "bf16 dot";
     return one ? peak.dot_bf16_1t : peak.dot_bf16_nt;
   }
-  if (mix == "q8_0" || mix == "q4_0" || mix == "q4_k" || mix == "q6_k" || mix == "q4_k_m") {
+  if (mix == "q8_0" || mix == "q4_0" || mix == "q4_k" || mix == "q5_k" || mix == "q6_k" ||
+      mix == "q4_k_m" || mix == "q5_k_m") {
     *what = "int8 dot";
     return one ? peak.dot_int8_1t : peak.dot_int8_nt;
   }

@@ -25,6 +25,7 @@ HW_QUANT_TYPE(bf16)
 HW_QUANT_TYPE(q8_0)
 HW_QUANT_TYPE(q4_0)
 HW_QUANT_TYPE(q4_k)
+HW_QUANT_TYPE(q5_k)
 HW_QUANT_TYPE(q6_k)
 #undef HW_QUANT_TYPE
 
@@ -37,11 +38,12 @@ const TypeInfo kTypes[] = {
     {WType::q8_0, "q8_0", kQK, sizeof(BlockQ8_0), ActKind::q8a, quantize_q8_0, dequantize_q8_0},
     {WType::q4_0, "q4_0", kQK, sizeof(BlockQ4_0), ActKind::q8a, quantize_q4_0, dequantize_q4_0},
     {WType::q4_k, "q4_K", kQKK, sizeof(BlockQ4_K), ActKind::q8a, quantize_q4_k, dequantize_q4_k},
+    {WType::q5_k, "q5_K", kQKK, sizeof(BlockQ5_K), ActKind::q8a, quantize_q5_k, dequantize_q5_k},
     {WType::q6_k, "q6_K", kQKK, sizeof(BlockQ6_K), ActKind::q8a, quantize_q6_k, dequantize_q6_k},
 };
 constexpr int kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
 
-const WType kTypeList[] = {WType::f16, WType::bf16, WType::q8_0, WType::q4_0, WType::q4_k, WType::q6_k};
+const WType kTypeList[] = {WType::f16, WType::bf16, WType::q8_0, WType::q4_0, WType::q4_k, WType::q5_k, WType::q6_k};
 static_assert(sizeof(kTypeList) / sizeof(kTypeList[0]) == kTypeCount, "one list entry per type");
 
 bool detect_vnni_bf16() {

@@ -3,8 +3,9 @@
 
 A random-weight Llama (arch_models.py's generator; hidden 256, ffn 512, 2 layers, the
 Llama 2 vocabulary, so the K-quants' 256-element blocks fit every matrix) is written as
-GGUF (hw_make_gguf) and converted by `headwise convert --weights` to Q8_0, Q4_0 and
-Q4_K_M (Q4_K with Q6_K for layer 1's attn_v/ffn_down and the output matrix), plus BF16.
+GGUF (hw_make_gguf) and converted by `headwise convert --weights` to Q8_0, Q4_0,
+Q4_K_M (Q4_K with Q6_K for layer 1's attn_v/ffn_down and the output matrix) and Q5_K_M
+(the same with Q5_K; convert's report must show both types), plus BF16.
 llama.cpp (node-llama-cpp 3.21.1, tests/node/llamacpp_probs.mjs) gives its next-token
 distribution after each of 100 positions of a text; headwise runs the same ids and
 must agree at every position:
@@ -18,8 +19,17 @@ block semantics against gguf-py), but each quantizes the INPUTS of every product
 own way: headwise to int8 blocks of 32 with one scale each (bf16 for BF16), llama.cpp
 to Q8_0 blocks of 32 for Q8_0/Q4_0 and Q8_K blocks of 256 for the K-quants, plus an f16
 KV cache. Input rounding of ~0.4% per value moves logits by ~1e-2 here (measured
-values printed: mean KL 1e-3 (Q4_0) .. 2.6e-3 (Q4_K_M)). A wrong block layout or scale packing changes logits by O(1) and
+values printed: mean KL 1e-3 (Q4_0) .. 2.6e-3 (Q4_K_M)). Q5_K_M's weights are closer to
+the f32 ones than Q4_K_M's, but the input rounding, which dominates, is the same, so it
+gets the same bounds. A wrong block layout or scale packing changes logits by O(1) and
 cannot hide under these bounds.
+
+Q5_K against Q4_K on the same inputs: headwise's own distributions on each file are
+also compared with headwise's on the f32 file (printed: mean KL(f32 || type)). Q5_K's
+grid step is half Q4_K's, so the weight error halves and the KL, quadratic in it for
+small errors, should drop to about a quarter (measured 0.039 against 0.14, ratio 0.27);
+q5_k_m must come in under half of q4_k_m's, which a quantizer that wasted the 5th bit
+(Q4_K quality, ratio ~1) cannot.
 """
 import json
 import os
@@ -32,7 +42,9 @@ from check_llamacpp_logits import llamacpp
 
 MAX_KL = 2e-2
 MEAN_KL = 5e-3
-TYPES = ["bf16", "q8_0", "q4_0", "q4_k_m"]
+TYPES = ["bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m"]
+# the types convert's report must show for a mix (its base type and the more-bits Q6_K)
+EXPECT_TYPES = {"q4_k_m": ["Q4_K", "Q6_K"], "q5_k_m": ["Q5_K", "Q6_K"]}
 
 
 def agreement(args, gguf, ids, ref):
@@ -77,7 +89,11 @@ def main():
     files = {}
     for t in TYPES:
         out = os.path.join(args.workdir, f"llama256-{t}.gguf")
-        common.run_cli(args.headwise, ["convert", f32, "--weights", t, "-o", out])
+        p = common.run_cli(args.headwise, ["convert", f32, "--weights", t, "-o", out])
+        log = p.stderr.decode() + p.stdout.decode()
+        for want in EXPECT_TYPES.get(t, []):
+            if f"-> {want}" not in log:
+                common.fail(f"convert --weights {t} wrote no {want} tensor:\n{log}")
         files[t] = out
     lc = llamacpp(args, list(files.values()))
     failures = []
@@ -89,6 +105,19 @@ def main():
         if not good:
             failures.append(f"{t}: KL max {kl.max():.2e} mean {kl.mean():.2e}, "
                             f"top-1 disagreements {int((~agree[clear]).sum())}")
+    ids, _ = lc[files["q5_k_m"]]
+    lf = arch_common.headwise_logits(args, f32, ids)
+    lf = lf - lf.max(1, keepdims=True)
+    pf = np.exp(lf) / np.exp(lf).sum(1, keepdims=True)
+    own = {}
+    for t, gguf in files.items():
+        lq = arch_common.headwise_logits(args, gguf, ids)
+        lq = lq - lq.max(1, keepdims=True)
+        lq = lq - np.log(np.exp(lq).sum(1, keepdims=True))
+        own[t] = float((pf * (np.log(np.maximum(pf, 1e-30)) - lq)).sum(1).mean())
+    print("  headwise against its own f32: mean KL " + ", ".join(f"{t} {v:.2e}" for t, v in own.items()))
+    if not own["q5_k_m"] < 0.5 * own["q4_k_m"]:
+        failures.append(f"q5_k_m's mean KL to f32 {own['q5_k_m']:.3g} is not under half of q4_k_m's {own['q4_k_m']:.3g}")
     if failures:
         common.fail("; ".join(failures))
     print("PASS")

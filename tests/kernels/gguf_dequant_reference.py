@@ -15,7 +15,8 @@ import subprocess
 import sys
 import tempfile
 
-TYPES = {"f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_K": "Q4_K", "q6_K": "Q6_K"}
+TYPES = {"f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_K": "Q4_K", "q5_K": "Q5_K",
+         "q6_K": "Q6_K"}
 
 
 def main():

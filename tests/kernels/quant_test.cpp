@@ -67,14 +67,15 @@ std::vector<float> gaussian(size_t n, uint32_t seed, float outlier_every = 0) {
 
 // Relative RMS error of quantize → dequantize on Gaussian rows with outliers, and its
 // bound: measured here (x86-64, this code) and rounded up by ~10%. For reference, the
-// grid steps: bf16 2⁻⁸ relative, f16 2⁻¹¹, Q8_0 max/127 per 32, 4-bit ~max/8 per 32.
+// grid steps: bf16 2⁻⁸ relative, f16 2⁻¹¹, Q8_0 max/127 per 32, 4-bit ~max/8 per 32
+// (5-bit ~max/16).
 struct ErrorBound {
   WType t;
   double rel_rms;
 };
 const ErrorBound kBounds[] = {
     {WType::f16, 2.2e-4}, {WType::bf16, 1.75e-3}, {WType::q8_0, 1.03e-2},
-    {WType::q4_0, 0.166}, {WType::q4_k, 0.105},   {WType::q6_k, 0.029},
+    {WType::q4_0, 0.166}, {WType::q4_k, 0.105},   {WType::q5_k, 0.052}, {WType::q6_k, 0.029},
 };
 
 TEST(QuantRoundTrip, ErrorWithinBound) {
@@ -147,7 +148,8 @@ TEST(QuantRoundTrip, ZeroRowsAndConstantRows) {
 }
 
 // Hand-built blocks with values worked out from the format description (blocks.hpp),
-// covering the Q4_K scale packing of sub-blocks 4..7 and every Q6_K group's bits.
+// covering the Q4_K scale packing of sub-blocks 4..7, every Q6_K group's bits and
+// Q5_K's 5th bits (bit j of qh[l] for element l of sub-block j).
 TEST(QuantSemantics, HandBuiltBlocks) {
   {
     BlockQ4_K b{};
@@ -186,6 +188,30 @@ TEST(QuantSemantics, HandBuiltBlocks) {
     EXPECT_FLOAT_EQ(y[228], 0.125f * (228 / 16 - 8) * (43 - 32));
     EXPECT_FLOAT_EQ(y[49], 0.125f * (49 / 16 - 8) * (53 - 32));
     EXPECT_FLOAT_EQ(y[0], 0.125f * (0 - 8) * (0 - 32));
+  }
+  {
+    BlockQ5_K b{};
+    b.d = f32_to_half(0.5f);
+    b.dmin = f32_to_half(0.25f);
+    // sub-block 3: sc 7, m 2 (bytes 3, 7); sub-block 5: sc 0x31 = 49, m 0x2C = 44
+    b.scales[3] = 7;
+    b.scales[7] = 2;
+    b.scales[9] = uint8_t((49 & 0xF) | ((44 & 0xF) << 4));
+    b.scales[1] |= uint8_t((49 >> 4) << 6);
+    b.scales[5] |= uint8_t((44 >> 4) << 6);
+    b.q[32 + 4] = 0xA0;            // element 96 + 4 (sub 3) low bits 10; element 64 + 4 (sub 2) 0
+    b.qh[4] = uint8_t(1 << 3);     // element 96 + 4: 5th bit → q = 26
+    b.q[64 + 31] = 0x06;           // element 128 + 31 (sub 4) low bits 6, no 5th bit
+    b.qh[31] = uint8_t(1 << 5);    // element 160 + 31 (sub 5): q = 16 (low bits 0)
+    b.qh[0] = uint8_t(1 << 2);     // element 64 (sub 2): q = 16, but sc, m zero
+    float y[256];
+    type_info(WType::q5_k)->dequantize(&b, y, 256);
+    EXPECT_FLOAT_EQ(y[100], 0.5f * 7 * 26 - 0.25f * 2);   // sub 3
+    EXPECT_FLOAT_EQ(y[101], -0.25f * 2);
+    EXPECT_FLOAT_EQ(y[159], 0.0f);                         // sub 4: sc, m zero
+    EXPECT_FLOAT_EQ(y[191], 0.5f * 49 * 16 - 0.25f * 44);  // sub 5
+    EXPECT_FLOAT_EQ(y[190], -0.25f * 44);
+    EXPECT_FLOAT_EQ(y[64], 0.0f);
   }
   {
     BlockQ4_0 b{};
@@ -341,7 +367,7 @@ TEST(QuantSemantics, DequantizationMatchesGgufPy) {
         case WType::f16: put(0, finite_half()); break;
         case WType::bf16: put(0, f32_to_bf16(nd(g))); break;
         case WType::q8_0: case WType::q4_0: put(0, finite_half()); break;
-        case WType::q4_k: put(0, finite_half()); put(2, finite_half()); break;
+        case WType::q4_k: case WType::q5_k: put(0, finite_half()); put(2, finite_half()); break;
         case WType::q6_k: put(208, finite_half()); break;
         default: break;
       }

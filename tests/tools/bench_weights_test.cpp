@@ -26,7 +26,7 @@ TEST(BenchWeights, EveryMixRunsAndIsNamed) {
     const char* types;
   } cases[] = {{"bf16", "bf16 ×15"},          {"f16", "f16 ×15"},          {"q8_0", "f16 ×2, q8_0 ×13"},
                {"q4_0", "f16 ×2, q4_0 ×13"},  {"q4_k", "f16 ×2, q8_0 ×13"}, {"q6_k", "f16 ×2, q8_0 ×13"},
-               {"Q4_K_M", "f16 ×2, q8_0 ×13"}};
+               {"q5_k", "f16 ×2, q8_0 ×13"},  {"Q4_K_M", "f16 ×2, q8_0 ×13"}, {"q5_k_m", "f16 ×2, q8_0 ×13"}};
   for (const auto& c : cases) {
     const CliResult r = run_headwise(kTiny + " --weights " + c.mix + " --json");
     ASSERT_EQ(r.code, 0) << c.mix << "\n" << r.err;

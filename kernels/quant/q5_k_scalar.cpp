@@ -1,0 +1,119 @@
+// Q5_K: super-blocks of 256 = 8 sub-blocks of 32, x = d·sc_j·q − dmin·m_j with 6-bit
+// sc_j, m_j (packed as Q4_K's) and 5-bit q ∈ [0, 31]: the low 4 bits as Q4_K's nibbles,
+// the 5th bit of element l of sub-block j in bit j of qh[l] (blocks.hpp). Reference
+// quantization (Q4_K's: scale search per sub-block, scale_search.hpp, then the 6-bit
+// scales, then the levels against the stored scales), dequantization, and the scalar
+// product against int8 inputs.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/quant/blocks.hpp"
+#include "kernels/quant/gemv_rows.hpp"
+#include "kernels/quant/linear_quant_impl.hpp"
+#include "kernels/quant/scale_search.hpp"
+
+namespace headwise::kernels::quant {
+
+void quantize_q5_k(const float* x, void* out, int64_t K) {
+  auto* o = static_cast<BlockQ5_K*>(out);
+  for (int64_t b = 0; b < K / kQKK; ++b) {
+    const float* xb = x + b * kQKK;
+    BlockQ5_K& B = o[b];
+    std::memset(&B, 0, sizeof B);
+    // Importance: larger values matter more, but never zero weight (rms floor).
+    double ss = 0;
+    for (int i = 0; i < kQKK; ++i) ss += double(xb[i]) * xb[i];
+    const float rms = float(std::sqrt(ss / kQKK));
+    float w[kQKK];
+    for (int i = 0; i < kQKK; ++i) w[i] = rms + std::fabs(xb[i]);
+    float sc[8], mn[8], max_sc = 0, max_mn = 0;
+    for (int j = 0; j < 8; ++j) {
+      fit_scale_min(xb + 32 * j, w + 32 * j, 32, 31, &sc[j], &mn[j]);
+      max_sc = std::max(max_sc, sc[j]);
+      max_mn = std::max(max_mn, mn[j]);
+    }
+    B.d = f32_to_half(max_sc / 63.0f);
+    B.dmin = f32_to_half(max_mn / 63.0f);
+    const float d = half_to_f32(B.d), dmin = half_to_f32(B.dmin);
+    uint8_t q[kQKK];
+    for (int j = 0; j < 8; ++j) {
+      const int is = d > 0 ? int(std::min(63.0f, round_even(sc[j] / d))) : 0;
+      const int im = dmin > 0 ? int(std::min(63.0f, round_even(mn[j] / dmin))) : 0;
+      if (j < 4) {
+        B.scales[j] = uint8_t(is);
+        B.scales[j + 4] = uint8_t(im);
+      } else {
+        B.scales[j + 4] = uint8_t((is & 0xF) | ((im & 0xF) << 4));
+        B.scales[j - 4] |= uint8_t((is >> 4) << 6);
+        B.scales[j] |= uint8_t((im >> 4) << 6);
+      }
+      // The levels against the scale and min as stored (what dequantization will use).
+      const float s = d * is, m = dmin * im;
+      for (int i = 0; i < 32; ++i) {
+        const float v = s > 0 ? round_even((xb[32 * j + i] + m) / s) : 0.0f;
+        q[32 * j + i] = uint8_t(clampf(v, 0.0f, 31.0f));
+      }
+    }
+    for (int c = 0; c < 4; ++c)
+      for (int l = 0; l < 32; ++l) {
+        const int a = q[64 * c + l], h = q[64 * c + 32 + l];
+        B.q[32 * c + l] = uint8_t((a & 0xF) | ((h & 0xF) << 4));
+        B.qh[l] |= uint8_t(((a >> 4) << (2 * c)) | ((h >> 4) << (2 * c + 1)));
+      }
+  }
+}
+
+namespace {
+// Level i (0..255) of a Q5_K block.
+inline int q5_k_at(const BlockQ5_K& b, int i) {
+  const int c = i / 64, r = i % 64, l = i % 32;
+  const int low = r < 32 ? (b.q[32 * c + r] & 0xF) : (b.q[32 * c + r - 32] >> 4);
+  return low | (((b.qh[l] >> (i / 32)) & 1) << 4);
+}
+}  // namespace
+
+void dequantize_q5_k(const void* w, float* out, int64_t K) {
+  const auto* b = static_cast<const BlockQ5_K*>(w);
+  for (int64_t s = 0; s < K / kQKK; ++s) {
+    const float d = half_to_f32(b[s].d), dmin = half_to_f32(b[s].dmin);
+    for (int i = 0; i < kQKK; ++i) {
+      int sc, m;
+      k_scale_min(b[s].scales, i / 32, &sc, &m);
+      out[s * kQKK + i] = d * float(sc) * float(q5_k_at(b[s], i)) - dmin * float(m);
+    }
+  }
+}
+
+namespace {
+float dot_q5_k(const uint8_t* w, const uint8_t* xa, int64_t K) {
+  const auto* b = reinterpret_cast<const BlockQ5_K*>(w);
+  const auto* a = reinterpret_cast<const BlockQ8A*>(xa);
+  float s = 0;
+  for (int64_t sb = 0; sb < K / kQKK; ++sb) {
+    const float d = half_to_f32(b[sb].d), dmin = half_to_f32(b[sb].dmin);
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8A& x = a[sb * 8 + j];
+      int sc, m;
+      k_scale_min(b[sb].scales, j, &sc, &m);
+      int32_t p = 0;
+      for (int i = 0; i < 32; ++i) p += q5_k_at(b[sb], 32 * j + i) * x.q[i];
+      s += d * float(sc) * x.d * float(p) - dmin * float(m) * x.d * float(x.sum[0] + x.sum[1]);
+    }
+  }
+  return s;
+}
+}  // namespace
+
+void gemv_q5_k__scalar(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa, size_t ab,
+                       int M, int64_t K, float* y, int64_t ldy) {
+  gemv_rows<dot_q5_k>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
+}
+
+}  // namespace headwise::kernels::quant
+
+namespace headwise::kernels {
+// The linear-registry entry (kernels/matmul/linear.inc).
+extern const LinearKernelImpl linear_q5_k__scalar =
+    quant::QuantLinear<quant::WType::q5_k, WeightType::q5_k, quant::gemv_q5_k__scalar, false>::impl("q5_K");
+}  // namespace headwise::kernels

@@ -1,0 +1,68 @@
+// `headwise convert --weights`'s choice of type per tensor (formats/quantize_gguf.hpp),
+// checked against llama.cpp's rules as its llama-quant.cpp states them for the K-quant
+// mixes: Q5_K_M is Q4_K_M with Q5_K as the base type (Q6_K for attn_v and ffn_down where
+// use_more_bits(i, n): i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2; Q6_K for the output
+// matrix; the fused attn_qkv one type up: Q5_K under Q4_K_M, Q6_K under Q5_K_M), Q5_K_S
+// all Q5_K but the output matrix (Q6_K); rows that are not whole 256-blocks fall back
+// (headwise: Q8_0 when a multiple of 32, else F16; llama.cpp: Q5_1, then F16).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "formats/quantize_gguf.hpp"
+
+namespace headwise::formats {
+namespace {
+
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14;
+const std::vector<int64_t> kMat = {512, 1024};  // ne: rows of 512 (two 256-blocks), 1024 rows
+
+uint32_t type_of(const std::string& mix, const std::string& name, const std::vector<int64_t>& ne = kMat,
+                 std::string* why = nullptr) {
+  return choose_tensor_type(mix, name, ne, 32, why);
+}
+
+TEST(QuantizeGguf, Q5KMixesFollowLlamaCpp) {
+  // 32 layers: n/8 = 4, so layers 0-3, 28-31 and 6, 9, ..., 27 get more bits
+  for (int l = 0; l < 32; ++l) {
+    const bool more = l < 4 || l >= 28 || (l - 4) % 3 == 2;
+    const std::string b = "blk." + std::to_string(l) + ".";
+    EXPECT_EQ(type_of("q5_k_m", b + "attn_v.weight"), more ? kQ6_K : kQ5_K) << l;
+    EXPECT_EQ(type_of("q5_k_m", b + "ffn_down.weight"), more ? kQ6_K : kQ5_K) << l;
+    EXPECT_EQ(type_of("Q4_K_M", b + "ffn_down.weight"), more ? kQ6_K : kQ4_K) << l;
+    for (const char* t : {"attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight"}) {
+      EXPECT_EQ(type_of("q5_k_m", b + t), kQ5_K) << b + t;
+      EXPECT_EQ(type_of("q5_k", b + t), kQ5_K) << b + t;
+    }
+    EXPECT_EQ(type_of("q5_k", b + "attn_v.weight"), kQ5_K) << l;
+    EXPECT_EQ(type_of("q5_k_m", b + "attn_qkv.weight"), kQ6_K) << l;
+    EXPECT_EQ(type_of("q4_k_m", b + "attn_qkv.weight"), kQ5_K) << l;
+    EXPECT_EQ(type_of("q5_k_m", b + "attn_norm.weight", {512}), kF32) << l;
+  }
+  for (const char* mix : {"q5_k", "q5_k_m", "q4_k", "q4_k_m", "q4_0"}) {
+    EXPECT_EQ(type_of(mix, "output.weight"), kQ6_K) << mix;
+  }
+  EXPECT_EQ(type_of("q6_k", "output.weight"), kQ6_K);
+  EXPECT_EQ(type_of("q8_0", "output.weight"), kQ8_0);
+  EXPECT_EQ(type_of("q5_k_m", "token_embd.weight"), kQ5_K);
+  EXPECT_EQ(type_of("q5_k", "token_embd.weight"), kQ5_K);
+}
+
+TEST(QuantizeGguf, Q5KRowsThatAreNotWholeBlocksFallBack) {
+  std::string why;
+  EXPECT_EQ(type_of("q5_k", "blk.0.attn_q.weight", {64, 64}, &why), kQ8_0);
+  EXPECT_NE(why.find("fallback"), std::string::npos) << why;
+  EXPECT_EQ(type_of("q5_k_m", "blk.0.ffn_down.weight", {172, 64}), kF16);  // not whole 32-blocks either
+  EXPECT_EQ(type_of("q5_k_m", "blk.5.attn_q.weight", {288, 64}), kQ8_0);
+}
+
+TEST(QuantizeGguf, MixNames) {
+  for (const char* m : {"q5_k", "Q5_K", "q5_k_m", "Q5_K_M", "q4_k_m", "bf16"}) EXPECT_TRUE(valid_weight_mix(m)) << m;
+  for (const char* m : {"q5_0", "q5_k_s", "q5", ""}) EXPECT_FALSE(valid_weight_mix(m)) << m;
+  EXPECT_NE(std::string(weight_mixes_help()).find("q5_k|"), std::string::npos);
+  EXPECT_NE(std::string(weight_mixes_help()).find("q5_k_m"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace headwise::formats
