@@ -2,6 +2,7 @@
 // only turns the command line into ServeOptions and loads the model.
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <thread>
 
@@ -126,20 +127,27 @@ int cmd_serve(int argc, char** argv) {
   // scheduler thread must be the only one with a pool. libgomp counts the workers of
   // every pool against the cores, and with more of them than cores it spins only ~100
   // times at a barrier before sleeping in the kernel, so each of the ~100 parallel
-  // regions of a decode step would pay a sleep and a wake-up (a 2.5x slower one-client
-  // decode on 2 cores). tests/server/omp_pool_test.mjs checks this.
+  // regions of a decode step would pay a sleep and a wake-up (measured: ~130 sleeps per
+  // token, half of `headwise run`'s one-client decode rate on 2 cores). tests/server/omp_pool_test.mjs checks this. An exception (an
+  // allocation) is rethrown here, where headwise's main turns it into a message.
   std::shared_ptr<const Model> model;
   Status s;
+  std::exception_ptr thrown;
   std::thread loader([&] {
-    if (synthetic) {
-      s = Model::synthetic(a.str("synthetic"), static_cast<uint64_t>(seed), &model);
-    } else {
-      ModelOptions mo;
-      mo.tokenizer = a.str("tokenizer");
-      s = Model::load(a.positional()[0], mo, &model);
+    try {
+      if (synthetic) {
+        s = Model::synthetic(a.str("synthetic"), static_cast<uint64_t>(seed), &model);
+      } else {
+        ModelOptions mo;
+        mo.tokenizer = a.str("tokenizer");
+        s = Model::load(a.positional()[0], mo, &model);
+      }
+    } catch (...) {
+      thrown = std::current_exception();
     }
   });
   loader.join();
+  if (thrown) std::rethrow_exception(thrown);
   o.model_name = synthetic ? a.str("synthetic") : stem(a.positional()[0]);
   if (!s.ok()) {
     std::fprintf(stderr, "headwise serve: %s\n", s.message().c_str());
