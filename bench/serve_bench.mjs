@@ -2,9 +2,10 @@
 // `flock /tmp/bench.lock`). Every figure is a median with its range over --repeats
 // runs, printed next to the load average (1 min, before the run) and the CPU time per
 // wall second of the process measured (how many cores it actually got):
-//   overhead     one streamed greedy request vs `headwise run` (fresh process) and
-//                `headwise bench` (warm, in-process decode) on the same prompt and
-//                threads, alternating: decode tokens/s and the ratios server/run, server/bench
+//   overhead     one streamed greedy request vs `headwise run` (fresh process) on the
+//                same prompt, threads and KV type, in --pairs back-to-back pairs (order
+//                alternating): the median of the per-pair ratios server/run with its 95%
+//                interval, which says whether the < 3% goal is met, missed or unresolved
 //   ttft         time to first token of a 512-token prompt (streamed, max_tokens 1) next
 //                to `headwise run`'s prefill of the same tokens
 //   concurrency  --clients levels (1/4/16/64), each client streaming one greedy request
@@ -17,15 +18,16 @@
 //                aggregate tokens/s of both, the ratio per level, and the ratio at equal
 //                p99 per-token latency (llama-server's curve interpolated at headwise's p99)
 // usage: node bench/serve_bench.mjs --headwise build/headwise [--models gpt2-small,llama-134m]
+//        (synthetic names or model files) [--kv-type f32|f16|bf16] [--pairs 10]
 //        [--threads 2] [--repeats 3] [--gen 64] [--prompt-len 32] [--clients 1,4,16,64]
 //        [--only overhead|ttft|concurrency|llama-server]
 //        [--llama-server /tmp/headwise-llama-cpp/build/bin/llama-server --gguf llama-134m-f32.gguf]
 import { spawn, execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 
 const opt = { models: 'gpt2-small,llama-134m', threads: '2', repeats: '3', only: '', gen: '64', 'prompt-len': '32',
-              clients: '1,4,16,64', 'llama-server': '', gguf: '', ctx: '256' };
+              clients: '1,4,16,64', 'llama-server': '', gguf: '', ctx: '256', pairs: '10', 'kv-type': '' };
 for (let i = 2; i < process.argv.length; i += 2) {
   const k = process.argv[i].replace(/^--/, '');
   if (!(k in opt) && k !== 'headwise') { console.error(`serve_bench.mjs: unknown option --${k}`); process.exit(2); }
@@ -69,6 +71,19 @@ async function measured(pid, fn) {
   const value = await fn();
   const wall = (performance.now() - t0) / 1000, cpu = (pid ? procCpu(pid) : childrenCpu()) - c0;
   return { value, la, cores: cpu / wall, wall };
+}
+// Voluntary context switches of the server's compute threads (the scheduler and its
+// OpenMP workers, named hw-scheduler): a thread that sleeps at a barrier instead of
+// spinning switches once per parallel region (~100 per decode step), one that spins ~0.
+function computeSwitches(pid) {
+  let n = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim() !== 'hw-scheduler') continue;
+      n += Number(readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8').match(/^voluntary_ctxt_switches:\s+(\d+)/m)[1]);
+    } catch { /* exited */ }
+  }
+  return n;
 }
 const cond = (ms) => `[load ${mr(ms.map((m) => m.la), 1)}, cpu/wall ${mr(ms.map((m) => m.cores), 2)}]`;
 
@@ -153,9 +168,12 @@ async function stream(url, prompt, maxTokens, extra = {}) {
 }
 
 // ---- measurements ----
+// model: a --synthetic name, or a file path (a GGUF file, ...)
+const modelArgs = (model) => (existsSync(model) ? [model] : ['--synthetic', model]);
+const kvArgs = () => (opt['kv-type'] ? ['--kv-type', opt['kv-type']] : []);
 function run(model, tokens, steps) {
-  return new Promise((res, rej) => execFile(opt.headwise, ['run', '--synthetic', model, '--tokens', tokens.join(','), '-n', String(steps),
-    '--temp', '0', '--threads', T], { maxBuffer: 1 << 24 }, (e, out, err) => {
+  return new Promise((res, rej) => execFile(opt.headwise, ['run', ...modelArgs(model), '--tokens', tokens.join(','), '-n', String(steps),
+    '--temp', '0', '--threads', T, ...kvArgs()], { maxBuffer: 1 << 24 }, (e, out, err) => {
     if (e) return rej(e);
     const m = err.match(/prompt (\d+) tokens, ([\d.]+) tokens\/s \| generated (\d+) tokens, ([\d.]+) tokens\/s/);
     if (!m) return rej(new Error(`headwise run printed no rates:\n${err}`));
@@ -163,40 +181,68 @@ function run(model, tokens, steps) {
   }));
 }
 
-// `headwise bench`'s warm decode rate (it repeats after a warm-up; run's own rate
-// includes a fresh process's first, slower decodes).
-function benchDecode(model, promptLen, gen) {
-  return new Promise((res, rej) => execFile(opt.headwise, ['bench', '--synthetic', model, '--prompt-len', String(promptLen),
-    '--gen-len', String(gen), '--threads', T, '--no-peak', '--json'], { maxBuffer: 1 << 26 }, (e, out) => {
-    if (e) return rej(e);
-    const d = JSON.parse(out).decode?.tokens_per_s;
-    res(typeof d === 'number' ? d : d?.median);
-  }));
+// Distribution-free confidence interval of a median: the k-th smallest and k-th largest
+// of n values, k the largest with P(Binomial(n, 1/2) < k) <= (1 - level)/2. Null when n
+// is too small for the level (n < 6 at 95%).
+function medianCI(v, level = 0.95) {
+  const s = [...v].sort((a, b) => a - b), n = s.length;
+  let cum = 0, k = 0, c = 1;  // c = C(n, i)
+  for (let i = 0; i < n; i++) {
+    cum += c / 2 ** n;
+    if (cum > (1 - level) / 2) break;
+    k = i + 1;
+    c = (c * (n - i)) / (i + 1);
+  }
+  return k >= 1 ? [s[k - 1], s[n - k]] : null;
 }
 
+// Server overhead: one streamed greedy request against `headwise run` on the same token
+// ids, threads and KV type, in --pairs pairs taken back to back (which side goes first
+// alternates, so a drift of the machine's speed falls on both sides alike). The figure is
+// the median of the per-pair ratios server/run with its 95% interval: the goal (< 3%
+// slower) is resolved when the interval lies above 0.97 (met) or below it (not met).
+// The server's decode rate is taken between its first and last token events; run's is
+// its own "generated tokens/s" (a fresh process: its first decodes are included).
 async function overhead(model) {
-  const prompt = ids(16, 1);
-  const srv = await startHeadwise(model, ['--max-sessions', '1', '--max-context', String(Math.max(256, prompt.length + GEN + 8))]);
+  const prompt = ids(16, 1), P = Number(opt.pairs);
+  const srv = await startHeadwise(model, ['--max-sessions', '1', '--max-context', String(Math.max(256, prompt.length + GEN + 8)), ...kvArgs()]);
   await stream(srv.url, prompt, 4);
-  const s = [], r = [], b = [];
-  for (let i = 0; i < R; i++) {
-    s.push(await measured(srv.pid, async () => { const x = await stream(srv.url, prompt, GEN); return (x.times.length - 1) / ((x.times.at(-1) - x.times[0]) / 1000); }));
-    r.push(await measured(0, async () => (await run(model, prompt, prompt.length + GEN - 1)).gen_tps));
+  await run(model, prompt, prompt.length + 4);  // the model file in the page cache for both
+  const s = [], r = [], ratio = [], switches = [];
+  const serverSide = () => measured(srv.pid, async () => {
+    const c0 = computeSwitches(srv.pid);
+    const x = await stream(srv.url, prompt, GEN);
+    switches.push((computeSwitches(srv.pid) - c0) / x.tokens);
+    return (x.times.length - 1) / ((x.times.at(-1) - x.times[0]) / 1000);
+  });
+  const runSide = () => measured(0, async () => (await run(model, prompt, prompt.length + GEN - 1)).gen_tps);
+  for (let i = 0; i < P; i++) {
+    let a, b;
+    if (i % 2 === 0) { a = await serverSide(); b = await runSide(); } else { b = await runSide(); a = await serverSide(); }
+    s.push(a);
+    r.push(b);
+    ratio.push(a.value / b.value);
   }
   await srv.stop();
-  for (let i = 0; i < R; i++) b.push(await measured(0, () => benchDecode(model, prompt.length, GEN)));
   const v = (m) => m.map((x) => x.value);
-  const ms = median(v(s)), mrun = median(v(r)), mb = median(v(b));
-  console.log(`overhead ${model}: one streamed greedy request ${mr(v(s), 2)} tokens/s ${cond(s)}`);
-  console.log(`overhead ${model}: headwise run (fresh process) ${mr(v(r), 2)} tokens/s ${cond(r)}`);
-  console.log(`overhead ${model}: headwise bench (warm, in-process) decode ${mr(v(b), 2)} tokens/s ${cond(b)}`);
-  console.log(`overhead ${model}: server/bench ${f(ms / mb, 3)} (${f((1 - ms / mb) * 100)}% slower; goal < 3%), ` +
-              `server/run ${f(ms / mrun, 3)}`);
+  const ci = medianCI(ratio), mid = median(ratio);
+  const kv = opt['kv-type'] ? `, KV ${opt['kv-type']}` : '';
+  console.log(`overhead ${model}${kv}: one streamed greedy request ${mr(v(s), 2)} tokens/s ${cond(s)}`);
+  console.log(`overhead ${model}${kv}: the server's compute threads slept ${mr(switches, 1)} times per token ` +
+              '(voluntary context switches; ~100 would mean OpenMP barriers sleeping, see server.omp_pool)');
+  console.log(`overhead ${model}${kv}: headwise run (fresh process) ${mr(v(r), 2)} tokens/s ${cond(r)}`);
+  const verdict = !ci ? `too few pairs for a 95% interval (--pairs >= 6)`
+    : ci[0] >= 0.97 ? 'goal met (the interval lies above 0.97)'
+    : ci[1] < 0.97 ? 'goal NOT met (the interval lies below 0.97)'
+    : `not resolved: the interval straddles 0.97 (more --pairs, or a quieter machine)`;
+  console.log(`overhead ${model}${kv}: server/run per pair: median ${f(mid, 3)} (${mid <= 1 ? `${f((1 - mid) * 100)}% slower` : `${f((mid - 1) * 100)}% faster`}; goal: < 3% slower), ` +
+              `95% interval ${ci ? `${f(ci[0], 3)}-${f(ci[1], 3)}` : 'n/a'}, range ${f(Math.min(...ratio), 3)}-${f(Math.max(...ratio), 3)} ` +
+              `over ${P} pairs: ${verdict}`);
 }
 
 async function ttft(model) {
   const prompt = ids(512, 2);
-  const srv = await startHeadwise(model, ['--max-sessions', '1', '--max-context', '1024', '--prefill-chunk', '512']);
+  const srv = await startHeadwise(model, ['--max-sessions', '1', '--max-context', '1024', '--prefill-chunk', '512', ...kvArgs()]);
   await stream(srv.url, ids(8, 3), 1);
   const t = [], p = [];
   for (let i = 0; i < R; i++) {
@@ -228,7 +274,9 @@ async function sweep(label, start, extra) {
   for (const clients of LEVELS) {
     const srv = shared || (await start(clients));
     if (srv.shared) shared = srv;
-    await stream(srv.url, ids(8, 3), 2, extra);  // warm-up
+    // Warm-up: a prompt of the measured length and 16 tokens, so the first measured
+    // round pays no first-use costs (page faults of fresh buffers, thread start-up).
+    await stream(srv.url, ids(PLEN, 3), 16, extra);
     const ms = [], gaps = [], first = [];
     for (let i = 0; i < R; i++) {
       const m = await measured(srv.pid, () => level(srv, clients, i, extra));
@@ -251,7 +299,7 @@ async function sweep(label, start, extra) {
 
 async function concurrency(model) {
   const top = Math.max(...LEVELS);
-  const srv = await startHeadwise(model, ['--max-sessions', String(top), '--queue', String(top), '--max-context', opt.ctx]);
+  const srv = await startHeadwise(model, ['--max-sessions', String(top), '--queue', String(top), '--max-context', opt.ctx, ...kvArgs()]);
   srv.shared = true;
   await sweep(`concurrency ${model}`, async () => srv);
 }

@@ -387,6 +387,8 @@ int serve(std::shared_ptr<const Model> model, const ServeOptions& options) {
   std::fflush(stdout);
   std::atomic<bool> listening_ended{false};
   std::thread listener([&] {
+    // The HTTP worker threads are created here and inherit the name (see scheduler.cpp).
+    pthread_setname_np(pthread_self(), "hw-http");
     svr.listen_after_bind();
     listening_ended = true;
   });

@@ -1,6 +1,7 @@
 #include "server/scheduler.hpp"
 
 #include <omp.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cmath>
@@ -58,7 +59,12 @@ Status Scheduler::start() {
     sessions_.push_back(std::move(s));
     free_.push_back(opt_.max_sessions - 1 - i);
   }
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    // Named so that its OpenMP workers (which inherit the name) can be told from any
+    // other pool: tests/server/omp_pool_test.mjs counts them.
+    pthread_setname_np(pthread_self(), "hw-scheduler");
+    loop();
+  });
   return Status::Ok();
 }
 
@@ -283,10 +289,15 @@ void Scheduler::loop() {
       if (s.decoding || s.prefilled + counts[b] == static_cast<int>(s.job->prompt.size())) todo.push_back(b);
     }
     const int nt = std::max(1, std::min(static_cast<int>(todo.size()), opt_.threads > 0 ? opt_.threads : omp_get_max_threads()));
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-    for (size_t t = 0; t < todo.size(); ++t) {
+    auto sample = [&](size_t t) {
       Seq& s = running[which[todo[t]]];
       sampled[todo[t]] = s.sampler->sample(s.session->logits());
+    };
+    if (nt == 1) {  // one sequence (the one-client case): no parallel region to open
+      for (size_t t = 0; t < todo.size(); ++t) sample(t);
+    } else {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+      for (size_t t = 0; t < todo.size(); ++t) sample(t);
     }
     std::vector<bool> ended(running.size(), false);
     for (size_t b = 0; b < which.size(); ++b) {

@@ -2,7 +2,9 @@
 // only turns the command line into ServeOptions and loads the model.
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
+#include <thread>
 
 #include "headwise/model.hpp"
 #include "server/server.hpp"
@@ -120,17 +122,33 @@ int cmd_serve(int argc, char** argv) {
       return usage_error("--chat-template must be chatml, llama3 or llama2, got '" + a.str("chat-template") + "'");
   }
 
+  // The model is loaded (weights generated, converted, repacked in OpenMP loops) on a
+  // thread that exits before serving, so that its OpenMP worker pool goes with it: the
+  // scheduler thread must be the only one with a pool. libgomp counts the workers of
+  // every pool against the cores, and with more of them than cores it spins only ~100
+  // times at a barrier before sleeping in the kernel, so each of the ~100 parallel
+  // regions of a decode step would pay a sleep and a wake-up (measured: ~130 sleeps per
+  // token, half of `headwise run`'s one-client decode rate on 2 cores). tests/server/omp_pool_test.mjs checks this. An exception (an
+  // allocation) is rethrown here, where headwise's main turns it into a message.
   std::shared_ptr<const Model> model;
   Status s;
-  if (synthetic) {
-    s = Model::synthetic(a.str("synthetic"), static_cast<uint64_t>(seed), &model);
-    o.model_name = a.str("synthetic");
-  } else {
-    ModelOptions mo;
-    mo.tokenizer = a.str("tokenizer");
-    s = Model::load(a.positional()[0], mo, &model);
-    o.model_name = stem(a.positional()[0]);
-  }
+  std::exception_ptr thrown;
+  std::thread loader([&] {
+    try {
+      if (synthetic) {
+        s = Model::synthetic(a.str("synthetic"), static_cast<uint64_t>(seed), &model);
+      } else {
+        ModelOptions mo;
+        mo.tokenizer = a.str("tokenizer");
+        s = Model::load(a.positional()[0], mo, &model);
+      }
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+  });
+  loader.join();
+  if (thrown) std::rethrow_exception(thrown);
+  o.model_name = synthetic ? a.str("synthetic") : stem(a.positional()[0]);
   if (!s.ok()) {
     std::fprintf(stderr, "headwise serve: %s\n", s.message().c_str());
     return 1;

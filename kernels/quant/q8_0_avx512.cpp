@@ -1,8 +1,10 @@
-// Q8_0 products on avx512: int8 dot products with AVX512-VNNI vpdpbusd; one weight row at a
-// time for one input row (dot_x86.hpp), register tiles for more (tile_x86.hpp);
+// Q8_0 products on avx512: int8 dot products with AVX512-VNNI vpdpbusd; the registry entry
+// on rows repacked into panels of 8 (interleave_x86.hpp); the catalogue's GemvFn on the
+// stored rows, one row at a time for one input row (dot_x86.hpp), register tiles for more
+// (tile_x86.hpp);
 // and rows dequantized to bf16 for prefill's bf16 GEMM.
 #include "kernels/quant/tile_x86.hpp"
-#include "kernels/quant/linear_quant_impl.hpp"
+#include "kernels/quant/interleave_x86.hpp"
 
 namespace headwise::kernels::quant {
 
@@ -20,7 +22,8 @@ void dequant_bf16_q8_0__avx512(const void* w, size_t rb, int64_t n0, int64_t n1,
 }  // namespace headwise::kernels::quant
 
 namespace headwise::kernels {
-// The linear-registry entry (kernels/matmul/linear.inc).
+// The linear-registry entry (kernels/matmul/linear.inc): rows repacked at load into
+// panels of 8 (interleave_x86.hpp), for decode and prefill alike.
 extern const LinearKernelImpl linear_q8_0__avx512 =
-    quant::QuantLinear<quant::WType::q8_0, WeightType::q8_0, quant::gemv_q8_0__avx512, true>::impl("q8_0");
+    quant::PanelLinear<quant::PanelQ8_0<quant::DpbusdVnni>, quant::WType::q8_0, WeightType::q8_0, true>::impl("q8_0");
 }  // namespace headwise::kernels
