@@ -1,9 +1,9 @@
 // Q5_K: super-blocks of 256 = 8 sub-blocks of 32, x = d·sc_j·q − dmin·m_j with 6-bit
 // sc_j, m_j (packed as Q4_K's) and 5-bit q ∈ [0, 31]: the low 4 bits as Q4_K's nibbles,
 // the 5th bit of element l of sub-block j in bit j of qh[l] (blocks.hpp). Reference
-// quantization (Q4_K's: scale search per sub-block, scale_search.hpp, then the 6-bit
-// scales, then the levels against the stored scales), dequantization, and the scalar
-// product against int8 inputs.
+// quantization (Q4_K's, q45_k_quantize.hpp: scale search per sub-block, the 6-bit
+// scales, the levels against the stored scales; packed here), dequantization, and the
+// scalar product against int8 inputs.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,50 +11,17 @@
 #include "kernels/quant/blocks.hpp"
 #include "kernels/quant/gemv_rows.hpp"
 #include "kernels/quant/linear_quant_impl.hpp"
-#include "kernels/quant/scale_search.hpp"
+#include "kernels/quant/q45_k_quantize.hpp"
 
 namespace headwise::kernels::quant {
 
 void quantize_q5_k(const float* x, void* out, int64_t K) {
   auto* o = static_cast<BlockQ5_K*>(out);
   for (int64_t b = 0; b < K / kQKK; ++b) {
-    const float* xb = x + b * kQKK;
     BlockQ5_K& B = o[b];
-    std::memset(&B, 0, sizeof B);
-    // Importance: larger values matter more, but never zero weight (rms floor).
-    double ss = 0;
-    for (int i = 0; i < kQKK; ++i) ss += double(xb[i]) * xb[i];
-    const float rms = float(std::sqrt(ss / kQKK));
-    float w[kQKK];
-    for (int i = 0; i < kQKK; ++i) w[i] = rms + std::fabs(xb[i]);
-    float sc[8], mn[8], max_sc = 0, max_mn = 0;
-    for (int j = 0; j < 8; ++j) {
-      fit_scale_min(xb + 32 * j, w + 32 * j, 32, 31, &sc[j], &mn[j]);
-      max_sc = std::max(max_sc, sc[j]);
-      max_mn = std::max(max_mn, mn[j]);
-    }
-    B.d = f32_to_half(max_sc / 63.0f);
-    B.dmin = f32_to_half(max_mn / 63.0f);
-    const float d = half_to_f32(B.d), dmin = half_to_f32(B.dmin);
     uint8_t q[kQKK];
-    for (int j = 0; j < 8; ++j) {
-      const int is = d > 0 ? int(std::min(63.0f, round_even(sc[j] / d))) : 0;
-      const int im = dmin > 0 ? int(std::min(63.0f, round_even(mn[j] / dmin))) : 0;
-      if (j < 4) {
-        B.scales[j] = uint8_t(is);
-        B.scales[j + 4] = uint8_t(im);
-      } else {
-        B.scales[j + 4] = uint8_t((is & 0xF) | ((im & 0xF) << 4));
-        B.scales[j - 4] |= uint8_t((is >> 4) << 6);
-        B.scales[j] |= uint8_t((im >> 4) << 6);
-      }
-      // The levels against the scale and min as stored (what dequantization will use).
-      const float s = d * is, m = dmin * im;
-      for (int i = 0; i < 32; ++i) {
-        const float v = s > 0 ? round_even((xb[32 * j + i] + m) / s) : 0.0f;
-        q[32 * j + i] = uint8_t(clampf(v, 0.0f, 31.0f));
-      }
-    }
+    quantize_k_scale_min(x + b * kQKK, 31, &B.d, &B.dmin, B.scales, q);
+    std::memset(B.qh, 0, sizeof B.qh);
     for (int c = 0; c < 4; ++c)
       for (int l = 0; l < 32; ++l) {
         const int a = q[64 * c + l], h = q[64 * c + 32 + l];
