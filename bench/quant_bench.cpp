@@ -2,9 +2,13 @@
 //   decode: M = 1 input row against a matrix bigger than the caches (K 4096 × N 8192),
 //           reported as GB/s of weights streamed (compare with peak_probe's read rate);
 //   prefill: M = 128 rows against K 2048 × N 2048 (weights in L2/L3), as GFLOP/s;
-//   projection: the same prefill through graph::Projection, i.e. what the plan runs
-//           (BF16: oneDNN's bf16 matmul on weights packed once; other types: the
-//           registry kernel, activations prepared per call included).
+//           decode/ and prefill/ time the catalogue's products on rows as stored
+//           (quant.inc), prepared inputs given: rows only where it lists one (every
+//           type on scalar, F16/BF16 on avx2/avx512);
+//   projection, decode_projection: the same shapes through graph::Projection, i.e.
+//           what the plan runs (BF16: oneDNN's bf16 matmul on weights packed once;
+//           other types: the registry kernel, on the integer types' 8-row panels on
+//           x86, activations prepared per call included).
 // On a loaded machine read the CPU column with OMP_NUM_THREADS=1 (GFLOP/s uses real time).
 // Threads: OpenMP over output rows (OMP_NUM_THREADS, the caller's split).
 //   OMP_NUM_THREADS=2 flock /tmp/bench.lock build/bench/quant_bench [--benchmark_filter=...]
@@ -121,11 +125,13 @@ const int kRegistered = [] {
     if (!headwise::kernels::may_use(isa)) continue;
     for (int i = 0; i < n; ++i) {
       const std::string name = std::string(hq::type_info(types[i])->name) + "/" + headwise::kernels::isa_name(isa);
-      benchmark::RegisterBenchmark(("decode/" + name).c_str(), bm, types[i], isa, 1, 4096, 8192)
-          ->Unit(benchmark::kMillisecond)->UseRealTime();
-      if (isa != Isa::scalar)
-        benchmark::RegisterBenchmark(("prefill/" + name).c_str(), bm, types[i], isa, 128, 2048, 2048)
+      if (hq::gemv_kernel(types[i], isa)) {
+        benchmark::RegisterBenchmark(("decode/" + name).c_str(), bm, types[i], isa, 1, 4096, 8192)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
+        if (isa != Isa::scalar)
+          benchmark::RegisterBenchmark(("prefill/" + name).c_str(), bm, types[i], isa, 128, 2048, 2048)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
+      }
       if (isa != Isa::scalar) {
         benchmark::RegisterBenchmark(("projection/" + name).c_str(), bm_projection, types[i], isa, 128, 2048, 2048)
             ->Unit(benchmark::kMillisecond)->UseRealTime();

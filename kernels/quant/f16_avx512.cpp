@@ -28,23 +28,6 @@ void gemv_f16__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, const vo
   gemv_rows<dot_f16>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
 }
 
-// F16 rows widened and rounded to bf16 for prefill's bf16 GEMM (f16 keeps 3 more
-// mantissa bits than bf16: this is a rounding, stated where the plan picks it).
-void dequant_bf16_f16__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, int64_t K, uint16_t* out,
-                              int64_t ldo) {
-  for (int64_t n = n0; n < n1; ++n) {
-    const auto* h = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + size_t(n) * rb);
-    uint16_t* o = out + (n - n0) * ldo;
-    for (int64_t k = 0; k < K; k += 32) {
-      const __mmask32 m = K - k >= 32 ? ~__mmask32(0) : __mmask32((1u << (K - k)) - 1);
-      const __m512i v = _mm512_maskz_loadu_epi16(m, h + k);
-      const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1)),
-                                             _mm512_cvtph_ps(_mm512_castsi512_si256(v)));
-      _mm512_mask_storeu_epi16(o + k, m, reinterpret_cast<const __m512i&>(b));
-    }
-  }
-}
-
 }  // namespace headwise::kernels::quant
 
 namespace headwise::kernels {

@@ -1,16 +1,17 @@
 // Q4_0 and Q8_0 products on row-interleaved panels (layout: interleave.hpp), the x86
 // linear-registry entries of these types (q4_0_avx512.cpp, q4_0_avx2.cpp, q8_0_*).
 //
-// Why: on the stored layout (one row at a time, dot_x86.hpp) every 32-element block of
-// every row costs a scalar f16 conversion, a scale multiply, a broadcast, a horizontal
-// sum per row and a scalar offset correction: decode was bound by that work, not by
-// the bytes (Q4_0: 32% of the read bandwidth). On a panel of 8 rows one block of all 8
-// is: the quant vectors (Q4_0: 4 loads, unpacked to 8 nibble vectors), 8 int8 dot
-// products against the input's 4-byte groups broadcast to every lane (vpdpbusd; AVX2:
-// vpmaddubsw summed in 16 bits, one vpmaddwd), the int32 sums started at the type's
-// offset correction (−8·Σx for Q4_0, −128·Σx for Q8_0 on VNNI, precomputed per input
-// block), then ONE int → float, ONE vcvtph2ps of the 8 rows' scales, one multiply by
-// the input block's scale and ONE multiply-add into the 8 rows' sums.
+// Why: on the stored layout (one row at a time, as the x86 GGUF-row kernels, since
+// removed, read it) every 32-element block of every row costs a scalar f16 conversion,
+// a scale multiply, a broadcast, a horizontal sum per row and a scalar offset
+// correction: decode was bound by that work, not by the bytes (Q4_0: 32% of the read
+// bandwidth). On a panel of 8 rows one block of all 8 is: the quant vectors (Q4_0: 4
+// loads, unpacked to 8 nibble vectors), 8 int8 dot products against the input's 4-byte
+// groups broadcast to every lane (vpdpbusd; AVX2: vpmaddubsw summed in 16 bits, one
+// vpmaddwd), the int32 sums started at the type's offset correction (−8·Σx for Q4_0,
+// −128·Σx for Q8_0 on VNNI, precomputed per input block), then ONE int → float, ONE
+// vcvtph2ps of the 8 rows' scales, one multiply by the input block's scale and ONE
+// multiply-add into the 8 rows' sums.
 //
 // Prefill reads the same copy: a tile of one panel × up to panel_tile_a() input rows, each
 // unpacked weight vector feeding every input row; a thread takes whole panels, inputs in
@@ -18,8 +19,8 @@
 // AVX-512 (VNNI) runs two panels side by side in zmm vectors, decode and prefill: this
 // CPU (Zen 4) executes zmm at the 256-bit rate, but the loops were bound by instruction
 // count, which this halves.
-// Measured (quant_bench, one thread, loaded 2-core Zen 4; stored-layout kernels of
-// before in brackets): decode_projection/q4_0/avx512 (K 4096 × N 8192) 0.37-0.47 ms
+// Measured (quant_bench, one thread, loaded 2-core Zen 4; stored-layout kernels, since
+// removed, in brackets): decode_projection/q4_0/avx512 (K 4096 × N 8192) 0.37-0.47 ms
 // (1.30), q8_0 0.87-1.15 ms (1.12-1.24); projection/q4_0/avx512 (128 rows, 2048²)
 // ~360-430 GFLOP/s (117-160), q8_0 ~360-400 (132); the int8 peak is ~846 GOP/s per core.
 // AVX2: q4_0 decode 0.62-0.84 ms (1.41-1.46), prefill ~165-172 GFLOP/s (70); q8_0 prefill

@@ -1,9 +1,10 @@
-// The linear-registry entry (kernels/matmul/linear.inc) of a weight type × ISA: the
-// catalogue's product kernel (quant.hpp) behind the LinearKernelImpl interface.
-// run(): inputs prepared once per row into scratch (bf16 or int8 blocks, in parallel
-// over rows), then each thread multiplies a contiguous run of output rows of W by all
-// inputs (one weight row for one input in decode; register tiles of 2 weight rows × 4
-// inputs (AVX2) or 4 × 4 on zmm pairs of sub-blocks (AVX-512 VNNI) in prefill, tile_x86.hpp), then adds the bias.
+// The linear-registry entry (kernels/matmul/linear.inc) of a weight type × ISA that
+// reads weights as stored: the catalogue's product kernel (quant.hpp, quant.inc) behind
+// the LinearKernelImpl interface. Used by F16/BF16 on every ISA and by every type's
+// scalar entry (the integer types' x86 entries read 8-row panels: interleave_x86.hpp,
+// panel_k_x86.hpp). run(): inputs prepared once per row into scratch (fp32, bf16 or
+// int8 blocks, in parallel over rows), then each thread multiplies a contiguous run of
+// output rows of W by all inputs, one weight row at a time, then adds the bias.
 #pragma once
 
 #include <omp.h>
@@ -32,7 +33,8 @@ struct QuantLinear {
                   int64_t ldy, int rows, int threads, void* scratch) {
     auto* xa = static_cast<uint8_t*>(scratch);
     const size_t ab = act_bytes(w.K);
-    // Output rows per thread in groups of 4 (the widest prefill tile's weight rows).
+    // Output rows per thread in groups of 4 (once the widest stored-row prefill tile;
+    // kept so that the split over threads stays as it was).
     constexpr int64_t G = 4;
     const int64_t groups = (int64_t(w.N) + G - 1) / G;
     const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(groups, rows))));

@@ -37,11 +37,11 @@
 // and Q6_K's sc·(Σq·x − 32·Σx) per half are int32 (vpmulld), one conversion per
 // activation block (Q5_K: ≤ 63·32·31·127); the offsets (Q6_K's −32·Σx per half) and Q4_K's x.d·Σx (for the
 // mins) are computed once per input row into scratch next to its int8 blocks.
-// Against the GGUF-row kernels (bench/ab_quant_bench.py, main's quant_bench against this
-// one, 1 thread, loaded machine, medians of 4): avx512 decode_projection (K 4096 × N 8192)
+// Against the GGUF-row x86 kernels, since removed (bench/ab_quant_bench.py, main's quant_bench
+// against this one, 1 thread, loaded machine, medians of 4): avx512 decode_projection (K 4096 × N 8192)
 // Q4_K 4.3×, Q6_K 1.8×; projection (prefill, 128 rows) Q4_K 3.5×, Q6_K 3.7×; avx2 3.2×,
 // 1.7×, 2.2×, 1.7×. Q5_K against the catalogue's GGUF-row kernel in the same binary
-// (decode/q5_K vs decode_projection/q5_K, avx512, 1 thread): decode 1.70 → 0.66 ms,
+// (decode/q5_K vs decode_projection/q5_K, avx512, 1 thread; before their removal): decode 1.70 → 0.66 ms,
 // prefill 10.8 → 3.0 ms.
 // Include only from a *_avx2.cpp / *_avx512.cpp file.
 #pragma once

@@ -1,19 +1,7 @@
-// Q6_K products on avx2 (vpmaddubsw + vpmaddwd). The linear-registry entry reads the
-// weights repacked at load into 8-row panels (panel_k_x86.hpp). The catalogue's GemvFn
-// (quant.inc) reads GGUF rows: one row at a time for one input (dot_x86.hpp), register
-// tiles for more (tile_x86.hpp).
-#include "kernels/quant/tile_x86.hpp"
+// Q6_K products on avx2 (vpmaddubsw + vpmaddwd): the linear-registry entry, on the weights
+// repacked at load into 8-row panels (panel_k_x86.hpp), for decode and prefill
+// alike. GGUF rows as stored are multiplied only by the scalar entry (q6_k_scalar.cpp).
 #include "kernels/quant/panel_k_x86.hpp"
-
-namespace headwise::kernels::quant {
-
-void gemv_q6_k__avx2(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa, size_t ab,
-                    int M, int64_t K, float* y, int64_t ldy) {
-  if (M == 1) gemv_rows<dot_q6_k<MaddAvx2>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
-  else gemm_tiled<TQ6_K<MaddAvx2>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
-}
-
-}  // namespace headwise::kernels::quant
 
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).

@@ -1,29 +1,10 @@
-// Q8_0 products on avx512: int8 dot products with AVX512-VNNI vpdpbusd; the registry entry
-// on rows repacked into panels of 8 (interleave_x86.hpp); the catalogue's GemvFn on the
-// stored rows, one row at a time for one input row (dot_x86.hpp), register tiles for more
-// (tile_x86.hpp);
-// and rows dequantized to bf16 for prefill's bf16 GEMM.
-#include "kernels/quant/tile_x86.hpp"
+// Q8_0 products on avx512 (AVX512-VNNI vpdpbusd): the linear-registry entry, on the weights
+// repacked at load into 8-row panels (interleave_x86.hpp), for decode and prefill
+// alike. GGUF rows as stored are multiplied only by the scalar entry (q8_0_scalar.cpp).
 #include "kernels/quant/interleave_x86.hpp"
 
-namespace headwise::kernels::quant {
-
-void gemv_q8_0__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa, size_t ab,
-                    int M, int64_t K, float* y, int64_t ldy) {
-  if (M == 1) gemv_rows<dot_q8_0<DpbusdVnni>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
-  else gemm_tiled<TQ8_0<DpbusdVnni>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
-}
-
-void dequant_bf16_q8_0__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, int64_t K, uint16_t* out,
-                          int64_t ldo) {
-  dequant_rows_bf16<TQ8_0<DpbusdVnni>>(w, rb, n0, n1, K, out, ldo);
-}
-
-}  // namespace headwise::kernels::quant
-
 namespace headwise::kernels {
-// The linear-registry entry (kernels/matmul/linear.inc): rows repacked at load into
-// panels of 8 (interleave_x86.hpp), for decode and prefill alike.
+// The linear-registry entry (kernels/matmul/linear.inc).
 extern const LinearKernelImpl linear_q8_0__avx512 =
     quant::PanelLinear<quant::PanelQ8_0<quant::DpbusdVnni>, quant::WType::q8_0, WeightType::q8_0, true>::impl("q8_0");
 }  // namespace headwise::kernels

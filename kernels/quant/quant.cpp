@@ -11,11 +11,8 @@ namespace headwise::kernels::quant {
 #define HW_QUANT(type, isa, symbol)                                                      \
   void symbol(const void* w, size_t row_bytes, int64_t n0, int64_t n1, const void* xa, \
               size_t act_bytes, int M, int64_t K, float* y, int64_t ldy);
-#define HW_QUANT_BF16(type, isa, symbol) \
-  void symbol(const void* w, size_t row_bytes, int64_t n0, int64_t n1, int64_t K, uint16_t* out, int64_t ldo);
 #include "kernels/quant/quant.inc"
 #undef HW_QUANT
-#undef HW_QUANT_BF16
 
 #define HW_QUANT_TYPE(t)                    \
   void quantize_##t(const float*, void*, int64_t); \
@@ -89,21 +86,8 @@ GemvFn gemv_kernel(WType t, Isa isa) {
   if (!may_use(isa)) return nullptr;
 #define HW_QUANT(type, i, symbol) \
   if (t == WType::type && isa == Isa::i) return symbol;
-#define HW_QUANT_BF16(type, i, symbol)
 #include "kernels/quant/quant.inc"
 #undef HW_QUANT
-#undef HW_QUANT_BF16
-  return nullptr;
-}
-
-DequantBf16Fn dequant_bf16_kernel(WType t, Isa isa) {
-  if (isa != Isa::avx512 || !cpu_has_avx512_vnni_bf16()) return nullptr;
-#define HW_QUANT(type, i, symbol)
-#define HW_QUANT_BF16(type, i, symbol) \
-  if (t == WType::type && isa == Isa::i) return symbol;
-#include "kernels/quant/quant.inc"
-#undef HW_QUANT
-#undef HW_QUANT_BF16
   return nullptr;
 }
 

@@ -8,9 +8,13 @@
 // types, so the inner loops are integer dot products.
 //
 // Kernels: one file per type × ISA (<type>_scalar.cpp, <type>_avx2.cpp,
-// <type>_avx512.cpp), listed once in quant.inc. The avx512 files also use AVX512-VNNI
-// (vpdpbusd) and AVX512-BF16 (vdpbf16ps); quant_kernels() hands them out only on a CPU
-// that has those too (else the avx2 entry).
+// <type>_avx512.cpp). Each defines the type's linear-registry entry
+// (kernels/matmul/linear.inc); the products on rows as stored (GemvFn) are listed once
+// in quant.inc: every type's scalar one, and F16/BF16's avx2/avx512 ones (the integer
+// types' x86 entries read weights repacked at load into 8-row panels instead). The
+// avx512 files also use AVX512-VNNI (vpdpbusd) and AVX512-BF16 (vdpbf16ps);
+// gemv_kernel() and the registry hand them out only on a CPU that has those too (else
+// the avx2 entry).
 #pragma once
 
 #include <cstddef>
@@ -67,16 +71,10 @@ void prepare_activations(ActKind a, const float* x, void* out, int64_t K);
 // The values a prepared row stands for (what the products multiply), for references.
 void activation_values(ActKind a, const void* xa, double* out, int64_t K);
 
-// The product kernel of a type for an ISA; null if the catalogue has none (or the
-// avx512 entry on a CPU without VNNI/BF16). Looked up once by the plan, not per call.
+// The product kernel on rows as stored of a type for an ISA (quant.inc); null if the
+// catalogue has none (the integer types on avx2/avx512) or the CPU cannot run it (the
+// avx512 entry on a CPU without VNNI/BF16 gives the avx2 one).
 GemvFn gemv_kernel(WType t, Isa isa);
-
-// Rows [n0, n1) of W dequantized to bf16 into out (rows ldo elements apart): the
-// weight panel of prefill's bf16 GEMM. Null where the type × ISA has none (only avx512
-// with AVX512-BF16 converts; BF16 weights need none, they are used in place).
-using DequantBf16Fn = void (*)(const void* w, size_t row_bytes, int64_t n0, int64_t n1, int64_t K,
-                               uint16_t* out, int64_t ldo);
-DequantBf16Fn dequant_bf16_kernel(WType t, Isa isa);
 
 // True when avx512 kernels of this catalogue can run here (AVX512 F/BW/DQ/VL + VNNI + BF16).
 bool cpu_has_avx512_vnni_bf16();
