@@ -1,8 +1,8 @@
 // Q4_K: super-blocks of 256 = 8 sub-blocks of 32, x = d·sc_j·q − dmin·m_j with 6-bit
-// sc_j, m_j and q ∈ [0, 15]. Reference quantization (shared with Q5_K,
-// q45_k_quantize.hpp: scale search per sub-block, the 6-bit scales, the levels against
-// the stored scales; packed here into nibbles), dequantization, and the scalar product
-// against int8 inputs.
+// sc_j, m_j and q ∈ [0, 15]. Reference quantization (scale search per sub-block, the
+// 6-bit scales, the levels against the stored scales; packed here into nibbles),
+// dequantization, and the scalar product against int8 inputs: all but the packing and
+// the level accessor shared with Q5_K (q45_k.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include "kernels/quant/blocks.hpp"
 #include "kernels/quant/gemv_rows.hpp"
 #include "kernels/quant/linear_quant_impl.hpp"
-#include "kernels/quant/q45_k_quantize.hpp"
+#include "kernels/quant/q45_k.hpp"
 
 namespace headwise::kernels::quant {
 
@@ -33,41 +33,11 @@ inline int q4_k_at(const BlockQ4_K& b, int i) {
 }
 }  // namespace
 
-void dequantize_q4_k(const void* w, float* out, int64_t K) {
-  const auto* b = static_cast<const BlockQ4_K*>(w);
-  for (int64_t s = 0; s < K / kQKK; ++s) {
-    const float d = half_to_f32(b[s].d), dmin = half_to_f32(b[s].dmin);
-    for (int i = 0; i < kQKK; ++i) {
-      int sc, m;
-      k_scale_min(b[s].scales, i / 32, &sc, &m);
-      out[s * kQKK + i] = d * float(sc) * float(q4_k_at(b[s], i)) - dmin * float(m);
-    }
-  }
-}
-
-namespace {
-float dot_q4_k(const uint8_t* w, const uint8_t* xa, int64_t K) {
-  const auto* b = reinterpret_cast<const BlockQ4_K*>(w);
-  const auto* a = reinterpret_cast<const BlockQ8A*>(xa);
-  float s = 0;
-  for (int64_t sb = 0; sb < K / kQKK; ++sb) {
-    const float d = half_to_f32(b[sb].d), dmin = half_to_f32(b[sb].dmin);
-    for (int j = 0; j < 8; ++j) {
-      const BlockQ8A& x = a[sb * 8 + j];
-      int sc, m;
-      k_scale_min(b[sb].scales, j, &sc, &m);
-      int32_t p = 0;
-      for (int i = 0; i < 32; ++i) p += q4_k_at(b[sb], 32 * j + i) * x.q[i];
-      s += d * float(sc) * x.d * float(p) - dmin * float(m) * x.d * float(x.sum[0] + x.sum[1]);
-    }
-  }
-  return s;
-}
-}  // namespace
+void dequantize_q4_k(const void* w, float* out, int64_t K) { dequantize_k_scale_min<BlockQ4_K, q4_k_at>(w, out, K); }
 
 void gemv_q4_k__scalar(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa, size_t ab,
                        int M, int64_t K, float* y, int64_t ldy) {
-  gemv_rows<dot_q4_k>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
+  gemv_rows<dot_k_scale_min<BlockQ4_K, q4_k_at>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
 }
 
 }  // namespace headwise::kernels::quant

@@ -1,8 +1,9 @@
-// The reference quantization shared by Q4_K and Q5_K (scalar, not ISA code): both store
-// a super-block of 256 = 8 sub-blocks of 32 as x ≈ d·sc_j·q − dmin·m_j with f16 d,
-// dmin and 6-bit sc_j, m_j packed alike (ggml's 12 bytes, read by k_scale_min); they
-// differ only in the number of levels (Q4_K q ∈ [0, 15], Q5_K [0, 31]) and in how the
-// levels are packed (q4_k_scalar.cpp, q5_k_scalar.cpp).
+// The scalar code shared by Q4_K and Q5_K (reference quantization, dequantization and
+// the scalar product; not ISA code): both store a super-block of 256 = 8 sub-blocks of
+// 32 as x ≈ d·sc_j·q − dmin·m_j with f16 d, dmin and 6-bit sc_j, m_j packed alike
+// (ggml's 12 bytes, read by k_scale_min); they differ only in the number of levels
+// (Q4_K q ∈ [0, 15], Q5_K [0, 31]) and in how the levels are packed (q4_k_scalar.cpp,
+// q5_k_scalar.cpp: the packing, and At(block, i), level i ∈ [0, 256) of a block).
 #pragma once
 
 #include <algorithm>
@@ -54,6 +55,40 @@ inline void quantize_k_scale_min(const float* xb, int nmax, uint16_t* d_out, uin
       q[32 * j + i] = uint8_t(clampf(v, 0.0f, float(nmax)));
     }
   }
+}
+
+// Dequantization of K elements of blocks B, level i of a block read by At.
+template <class B, int (*At)(const B&, int)>
+void dequantize_k_scale_min(const void* w, float* out, int64_t K) {
+  const auto* b = static_cast<const B*>(w);
+  for (int64_t s = 0; s < K / kQKK; ++s) {
+    const float d = half_to_f32(b[s].d), dmin = half_to_f32(b[s].dmin);
+    for (int i = 0; i < kQKK; ++i) {
+      int sc, m;
+      k_scale_min(b[s].scales, i / 32, &sc, &m);
+      out[s * kQKK + i] = d * float(sc) * float(At(b[s], i)) - dmin * float(m);
+    }
+  }
+}
+
+// Row · prepared int8 input (BlockQ8A): per sub-block j, d·sc_j·x.d·Σ q·x − dmin·m_j·x.d·Σx.
+template <class B, int (*At)(const B&, int)>
+float dot_k_scale_min(const uint8_t* w, const uint8_t* xa, int64_t K) {
+  const auto* b = reinterpret_cast<const B*>(w);
+  const auto* a = reinterpret_cast<const BlockQ8A*>(xa);
+  float s = 0;
+  for (int64_t sb = 0; sb < K / kQKK; ++sb) {
+    const float d = half_to_f32(b[sb].d), dmin = half_to_f32(b[sb].dmin);
+    for (int j = 0; j < 8; ++j) {
+      const BlockQ8A& x = a[sb * 8 + j];
+      int sc, m;
+      k_scale_min(b[sb].scales, j, &sc, &m);
+      int32_t p = 0;
+      for (int i = 0; i < 32; ++i) p += At(b[sb], 32 * j + i) * x.q[i];
+      s += d * float(sc) * x.d * float(p) - dmin * float(m) * x.d * float(x.sum[0] + x.sum[1]);
+    }
+  }
+  return s;
 }
 
 }  // namespace
