@@ -50,6 +50,16 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Tells the kernel this process no longer needs its pages of [p, p + n) — the whole
+  // pages inside it — when that range lies in a live MappedFile (madvise MADV_DONTNEED):
+  // a plan that keeps its own copy of a weight (oneDNN's blocked f32 layout, a repacked
+  // panel layout) would otherwise hold both in its resident memory. The file's pages
+  // stay in the page cache, and a later read of the range (an embedding row of a tied
+  // classifier, a second plan) faults them back in with the same bytes, because the
+  // mapping is private and never written. Any other range (heap memory, whose contents
+  // MADV_DONTNEED would zero) is left alone. Returns the bytes released.
+  static size_t release_resident(const void* p, size_t n);
+
  private:
   MappedFile() = default;
   const uint8_t* data_ = nullptr;
