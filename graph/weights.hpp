@@ -22,6 +22,8 @@ enum class DType { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k };
 const char* dtype_name(DType t);
 size_t dtype_size(DType t);  // bytes per element; 0 for the block types
 bool dtype_is_block(DType t);
+// Bytes of a row of `cols` elements (block types: cols a multiple of the block).
+size_t dtype_row_bytes(DType t, int64_t cols);
 // The weight-catalogue type of a DType (kernels/quant/quant.hpp; f32 for f32).
 kernels::quant::WType dtype_quant_type(DType t);
 
