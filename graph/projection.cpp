@@ -214,6 +214,21 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
     const Status s = p->prepare_bf16_onednn(static_cast<const uint16_t*>(w));
     if (!s.ok()) return s;
   }
+  // A kernel that reads the rows as stored (F16/BF16 decode) streams them once per token
+  // too: from 2 MiB up they are copied once into a huge-page mapping (map_weights), and the
+  // mapped pages released, as for a repacked copy (the file's page cache is 4 KiB pages).
+  if (!pw.repacked && p->weight_bytes_ >= kHugePage) {
+    size_t mapped = 0;
+    void* mem = map_weights(p->weight_bytes_, &mapped);
+    if (!mem)
+      return Status(StatusCode::out_of_memory, "could not allocate " + std::to_string(p->weight_bytes_) +
+                                                  " bytes for a copy of the " + std::to_string(K) + "x" +
+                                                  std::to_string(N) + " weights");
+    p->repacked_ = {mem, mapped};
+    std::memcpy(mem, w, p->weight_bytes_);
+    MappedFile::release_resident(w, p->weight_bytes_);
+    pw.data = mem;
+  }
   *out = std::move(p);
   return Status::Ok();
 }
