@@ -120,7 +120,7 @@ struct Projection::Onednn {
     std::string impl;
   };
   memory::desc wmd;   // the blocked layout
-  memory weights;     // reordered, owned by oneDNN
+  memory weights;     // reordered; f32: in the projection's mapping (repacked_), bf16: owned by oneDNN
   memory bias;        // (1, N) or empty
   std::vector<Class> classes;  // ascending rows
   bool bf16 = false;  // bf16 weights and inputs (inputs rounded into staging per call)
@@ -145,7 +145,15 @@ Status Projection::create_f32(const float* w, int K, int N, int64_t stride_k, in
     // Reorder from the caller's strided layout into the blocked one.
     const memory::desc given({K, N}, dt::f32, memory::dims{stride_k, stride_n});
     memory src(given, cpu_engine(), const_cast<float*>(w));
-    d.weights = memory(d.wmd, cpu_engine());
+    // In a mapping of its own, huge pages from 2 MiB up (map_weights): decode streams it.
+    size_t mapped = 0;
+    void* mem = map_weights(d.wmd.get_size(), &mapped);
+    if (!mem)
+      return Status(StatusCode::out_of_memory, "could not allocate " + std::to_string(d.wmd.get_size()) +
+                                                  " bytes for the packed " + std::to_string(K) + "x" +
+                                                  std::to_string(N) + " weights");
+    p->repacked_ = {mem, mapped};
+    d.weights = memory(d.wmd, cpu_engine(), mem);
     dnnl::stream s(cpu_engine());
     dnnl::reorder(src, d.weights).execute(s, src, d.weights);
     if (bias) {

@@ -77,8 +77,10 @@ class Projection {
   int K_ = 0, N_ = 0;
   size_t weight_bytes_ = 0;
   kernels::PackedWeights packed_;
-  // The small kernel's own layout of typed weights (LinearKernelImpl::repack), when it has
-  // one: an anonymous mapping of `bytes` (huge pages where it can, see projection.cpp).
+  // The weights decode streams, when the projection keeps a copy: the small kernel's own
+  // layout of typed weights (LinearKernelImpl::repack), F16/BF16 rows as stored from 2 MiB
+  // up, or f32's oneDNN blocked layout. An anonymous mapping of `bytes` (huge pages where it
+  // can, see projection.cpp); declared before dnn_, so it outlives oneDNN's view of it.
   struct Mapping {
     void* p = nullptr;
     size_t bytes = 0;
