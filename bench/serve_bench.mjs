@@ -12,7 +12,8 @@
 //                (--prompt-len token ids, --gen tokens): aggregate generated tokens/s,
 //                N clients / 1 client, p50/p99 time between a client's tokens, p50 TTFT
 //   llama-server the same sweep against llama.cpp's llama-server and headwise serve on
-//                one GGUF file (--llama-server BIN --gguf FILE): both --threads, f16 KV
+//                each GGUF file (--llama-server BIN --gguf FILES|NAMES; default
+//                llama-134m,gpt2-small, written once by bench/serve_ggufs.py): both --threads, f16 KV
 //                cache, greedy, ignore_eos, the same token-id prompts and max_tokens,
 //                llama-server with as many slots as clients (continuous batching);
 //                aggregate tokens/s of both, the ratio per level, and the ratio at equal
@@ -21,8 +22,8 @@
 //        (synthetic names or model files) [--kv-type f32|f16|bf16] [--pairs 10]
 //        [--threads 2] [--repeats 3] [--gen 64] [--prompt-len 32] [--clients 1,4,16,64]
 //        [--only overhead|ttft|concurrency|llama-server]
-//        [--llama-server /tmp/headwise-llama-cpp/build/bin/llama-server --gguf llama-134m-f32.gguf]
-import { spawn, execFile } from 'node:child_process';
+//        [--llama-server /tmp/headwise-llama-cpp/build/bin/llama-server [--gguf llama-134m,gpt2-small|FILE,...]]
+import { spawn, execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 
@@ -36,6 +37,7 @@ for (let i = 2; i < process.argv.length; i += 2) {
 if (!opt.headwise) { console.error('usage: serve_bench.mjs --headwise BIN [...] (see the top of this file)'); process.exit(2); }
 const T = opt.threads, R = Number(opt.repeats), GEN = Number(opt.gen), PLEN = Number(opt['prompt-len']);
 const LEVELS = opt.clients.split(',').map(Number);
+const GGUFS = [];  // [label, file] of the llama-server comparison
 if (opt['llama-server'] || opt.only === 'llama-server') {
   // Checked before anything runs: a missing binary must not cost the other figures' time.
   const bin = opt['llama-server'];
@@ -45,11 +47,17 @@ if (opt['llama-server'] || opt.only === 'llama-server') {
                   'or leave --llama-server out for the headwise-only figures');
     process.exit(2);
   }
-  if (!opt.gguf || !existsSync(opt.gguf)) {
-    console.error(`serve_bench.mjs: --llama-server needs --gguf FILE, a GGUF both servers load (${opt.gguf || 'not given'}); ` +
-                  'e.g. /tmp/hw_compare_llama_cpp/llama-134m/llama-134m-f32.gguf, which bench/compare_llama_cpp.py ' +
-                  'writes, or `headwise convert HF_DIR --vocab ../shared/vocab/ggml-vocab-llama-spm.gguf -o F.gguf`');
-    process.exit(2);
+  // --gguf: files, or the names bench/serve_ggufs.py writes (llama-134m, gpt2-small).
+  for (const g of (opt.gguf || 'llama-134m,gpt2-small').split(',').filter(Boolean)) {
+    if (existsSync(g)) { GGUFS.push([g.replace(/^.*\//, '').replace(/\.gguf$/, ''), g]); continue; }
+    if (!['llama-134m', 'gpt2-small'].includes(g)) {
+      console.error(`serve_bench.mjs: --gguf ${g} is neither a file nor llama-134m / gpt2-small (which ` +
+                    'bench/serve_ggufs.py writes)');
+      process.exit(2);
+    }
+    const out = execFileSync('/usr/bin/python3', [new URL('serve_ggufs.py', import.meta.url).pathname, '--headwise', opt.headwise, g],
+                             { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    GGUFS.push([g, out.trim().split('\n').at(-1).split('=')[1]]);
   }
 }
 
@@ -118,11 +126,11 @@ async function startHeadwise(model, extra) {
 }
 
 let llamaPort = 18000 + (process.pid % 1000) * 10;
-async function startLlamaServer(slots, ctxPerSlot) {
+async function startLlamaServer(gguf, slots, ctxPerSlot) {
   const port = llamaPort++;
   // -np slots with continuous batching (-cb), ctxPerSlot positions each; f16 KV (its
   // default); no prompt cache reuse between requests (the requests say cache_prompt false).
-  const args = ['-m', opt.gguf, '--host', '127.0.0.1', '--port', String(port), '-t', T, '-tb', T,
+  const args = ['-m', gguf, '--host', '127.0.0.1', '--port', String(port), '-t', T, '-tb', T,
                 '-np', String(slots), '-c', String(slots * ctxPerSlot), '-cb', '-b', '2048', '-ub', '512'];
   const proc = track(spawn(opt['llama-server'], args, { stdio: ['ignore', 'ignore', 'pipe'] }));
   let err = '';
@@ -319,21 +327,21 @@ function atP99(rows, p) {
   return pts.length === 1 && pts[0][0] === p ? pts[0][1] : undefined;
 }
 
-async function llamaServer() {
+async function llamaServer(label, gguf) {
   const top = Math.max(...LEVELS);
   const ctx = Number(opt.ctx);
   const extra = { ignore_eos: true, cache_prompt: false };
-  console.log(`llama-server comparison on ${opt.gguf}: ${T} threads, f16 KV cache, ${PLEN}-token prompts (ids), ` +
+  console.log(`llama-server comparison on ${gguf}: ${T} threads, f16 KV cache, ${PLEN}-token prompts (ids), ` +
               `${GEN} tokens each, greedy, ignore_eos; ${R} rounds per level`);
-  const hw = await sweep('headwise serve', async () => {
-    const s = await startHeadwise(opt.gguf, ['--max-sessions', String(top), '--queue', String(top), '--max-context', String(ctx), '--kv-type', 'f16']);
+  const hw = await sweep(`headwise serve ${label}`, async () => {
+    const s = await startHeadwise(gguf, ['--max-sessions', String(top), '--queue', String(top), '--max-context', String(ctx), '--kv-type', 'f16']);
     s.shared = true;
     return s;
   }, extra);
-  const lc = await sweep('llama-server  ', (clients) => startLlamaServer(clients, ctx), extra);
+  const lc = await sweep(`llama-server   ${label}`, (clients) => startLlamaServer(gguf, clients, ctx), extra);
   for (let i = 0; i < hw.length; i++) {
     const h = hw[i], l = lc[i], eq = atP99(lc, h.p99);
-    console.log(`ratio ${String(h.clients).padStart(2)} clients: headwise/llama-server aggregate ${f(median(h.tps) / median(l.tps), 2)} ` +
+    console.log(`ratio ${label} ${String(h.clients).padStart(2)} clients: headwise/llama-server aggregate ${f(median(h.tps) / median(l.tps), 2)} ` +
                 `(p99 ${f(h.p99)} vs ${f(l.p99)} ms); at headwise's p99 ${f(h.p99)} ms llama-server gives ` +
                 (eq === undefined ? 'n/a (outside its measured p99 range)' : `${f(eq)} tokens/s: ratio ${f(median(h.tps) / eq, 2)} (goal >= 1.2)`));
   }
@@ -346,4 +354,4 @@ for (const model of opt.models.split(',').filter(Boolean)) {
   if (want('ttft')) await ttft(model);
   if (want('concurrency')) await concurrency(model);
 }
-if (want('llama-server')) await llamaServer();
+if (want('llama-server')) for (const [label, gguf] of GGUFS) await llamaServer(label, gguf);
