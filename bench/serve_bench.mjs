@@ -25,6 +25,7 @@
 //        [--llama-server /tmp/headwise-llama-cpp/build/bin/llama-server [--gguf llama-134m,gpt2-small|FILE,...]]
 import { spawn, execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import http from 'node:http';
 import { loadavg } from 'node:os';
 
 const opt = { models: 'gpt2-small,llama-134m', threads: '2', repeats: '3', only: '', gen: '64', 'prompt-len': '32',
@@ -93,6 +94,22 @@ function computeSwitches(pid) {
   }
   return n;
 }
+// CPU seconds per thread name of `pid`, from /proc/PID/task/TID/schedstat (nanoseconds
+// on the CPU: exact, where /proc/PID/stat counts 10 ms ticks). Names: hw-scheduler (the
+// scheduler thread and its OpenMP workers: the compute), hw-http (HTTP workers: parsing,
+// JSON, socket writes), headwise (the main thread: signals).
+function threadCpu(pid) {
+  const by = {};
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim();
+      by[name] = (by[name] || 0) + Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]) / 1e9;
+    } catch { /* exited */ }
+  }
+  return by;
+}
+// The GOMP_SPINCOUNT a process runs with (headwise serve sets its own: tools/cmd_serve.cpp).
+const spinOf = (pid) => (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((kv) => kv.startsWith('GOMP_SPINCOUNT=')) || '').slice(15);
 const cond = (ms) => `[load ${mr(ms.map((m) => m.la), 1)}, cpu/wall ${mr(ms.map((m) => m.cores), 2)}]`;
 
 // ---- servers ----
@@ -142,46 +159,58 @@ async function startLlamaServer(gguf, slots, ctxPerSlot) {
 
 // One streamed completion: the arrival time of every token event and the usage.
 // Without a tokenizer headwise's text is "id\n" per token (one event may carry several
-// when the client reads late); with one, each event with text is one token.
-async function stream(url, prompt, maxTokens, extra = {}) {
+// when the client reads late); with one, each event with text is one token. node:http,
+// not fetch: the client shares the cores with the server it measures, and fetch's web
+// streams cost it ~3x the CPU per event.
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+function stream(url, prompt, maxTokens, extra = {}) {
   const t0 = performance.now();
-  const r = await fetch(`${url}/v1/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true,
-                           stream_options: { include_usage: true }, ...extra }),
-  });
-  if (r.status !== 200) throw new Error(`status ${r.status}: ${await r.text()}`);
-  const times = [];
-  let usage = null, buf = '';
-  const dec = new TextDecoder();
-  for await (const part of r.body) {
-    const now = performance.now();
-    buf += dec.decode(part, { stream: true });
-    let k;
-    while ((k = buf.indexOf('\n\n')) >= 0) {
-      const ev = buf.slice(0, k);
-      buf = buf.slice(k + 2);
-      if (!ev.startsWith('data: ') || ev === 'data: [DONE]') continue;
-      const j = JSON.parse(ev.slice(6));
-      if (j.usage) usage = j.usage;
-      for (const c of j.choices || []) {
-        if (!c.text) continue;
-        const nl = /^(\d+\n)+$/.test(c.text) ? c.text.split('\n').length - 1 : 1;
-        for (let n = 0; n < nl; n++) times.push(now);
+  const body = JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true,
+                                stream_options: { include_usage: true }, ...extra });
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}/v1/completions`, { method: 'POST', agent,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.setEncoding('utf8');
+      if (res.statusCode !== 200) {
+        let text = '';
+        res.on('data', (d) => { text += d; });
+        res.on('end', () => reject(new Error(`status ${res.statusCode}: ${text}`)));
+        return;
       }
-    }
-  }
-  const tokens = usage?.completion_tokens ?? times.length;
-  return { t0, times, tokens };
+      const times = [];
+      let usage = null, buf = '';
+      res.on('data', (part) => {
+        const now = performance.now();
+        buf += part;
+        let k;
+        while ((k = buf.indexOf('\n\n')) >= 0) {
+          const ev = buf.slice(0, k);
+          buf = buf.slice(k + 2);
+          if (!ev.startsWith('data: ') || ev === 'data: [DONE]') continue;
+          const j = JSON.parse(ev.slice(6));
+          if (j.usage) usage = j.usage;
+          for (const c of j.choices || []) {
+            if (!c.text) continue;
+            const nl = /^(\d+\n)+$/.test(c.text) ? c.text.split('\n').length - 1 : 1;
+            for (let n = 0; n < nl; n++) times.push(now);
+          }
+        }
+      });
+      res.on('end', () => resolve({ t0, times, tokens: usage?.completion_tokens ?? times.length }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 // ---- measurements ----
 // model: a --synthetic name, or a file path (a GGUF file, ...)
 const modelArgs = (model) => (existsSync(model) ? [model] : ['--synthetic', model]);
 const kvArgs = () => (opt['kv-type'] ? ['--kv-type', opt['kv-type']] : []);
-function run(model, tokens, steps) {
+function run(model, tokens, steps, env = {}) {
   return new Promise((res, rej) => execFile(opt.headwise, ['run', ...modelArgs(model), '--tokens', tokens.join(','), '-n', String(steps),
-    '--temp', '0', '--threads', T, ...kvArgs()], { maxBuffer: 1 << 24 }, (e, out, err) => {
+    '--temp', '0', '--threads', T, ...kvArgs()], { maxBuffer: 1 << 24, env: { ...process.env, ...env } }, (e, out, err) => {
     if (e) return rej(e);
     const m = err.match(/prompt (\d+) tokens, ([\d.]+) tokens\/s \| generated (\d+) tokens, ([\d.]+) tokens\/s/);
     if (!m) return rej(new Error(`headwise run printed no rates:\n${err}`));
@@ -205,45 +234,67 @@ function medianCI(v, level = 0.95) {
 }
 
 // Server overhead: one streamed greedy request against `headwise run` on the same token
-// ids, threads and KV type, in --pairs pairs taken back to back (which side goes first
-// alternates, so a drift of the machine's speed falls on both sides alike). The figure is
-// the median of the per-pair ratios server/run with its 95% interval: the goal (< 3%
-// slower) is resolved when the interval lies above 0.97 (met) or below it (not met).
-// The server's decode rate is taken between its first and last token events; run's is
-// its own "generated tokens/s" (a fresh process: its first decodes are included).
+// ids, threads, KV type and OpenMP barrier spin (run gets the server's GOMP_SPINCOUNT, so
+// the two differ by the server alone), in --pairs pairs taken back to back (which side
+// goes first alternates, so a drift of the machine's speed falls on both sides alike).
+// The figure is the median of the per-pair ratios server/run with its 95% interval: the
+// goal (< 3% slower) is resolved when the interval lies above 0.97 (met) or below it
+// (not met). The server's decode rate is taken between its first and last token events;
+// run's is its own "generated tokens/s" (a fresh process: its first decodes are included).
+// On a shared machine that wall-time ratio drifts by more than 3% between runs, so the
+// server's own work is also counted in CPU time, which the drift hardly moves: what its
+// HTTP threads (JSON, socket writes, waking on each token) and main thread spend per
+// token, as a share of run's time per token. With every core computing, each of those
+// microseconds takes a core from a compute thread and delays the step by about as much,
+// so that share estimates the server's cost; the client's CPU per token is printed next
+// to it (a cost of any streaming client, not of the server).
 async function overhead(model) {
   const prompt = ids(16, 1), P = Number(opt.pairs);
   const srv = await startHeadwise(model, ['--max-sessions', '1', '--max-context', String(Math.max(256, prompt.length + GEN + 8)), ...kvArgs()]);
+  const spin = spinOf(srv.pid), runEnv = spin ? { GOMP_SPINCOUNT: spin } : {};
   await stream(srv.url, prompt, 4);
-  await run(model, prompt, prompt.length + 4);  // the model file in the page cache for both
-  const s = [], r = [], ratio = [], switches = [];
+  await run(model, prompt, prompt.length + 4, runEnv);  // the model file in the page cache for both
+  const s = [], r = [], ratio = [], switches = [], serverCpu = [], clientCpu = [], share = [];
+  let lastServer = null;
   const serverSide = () => measured(srv.pid, async () => {
-    const c0 = computeSwitches(srv.pid);
+    const c0 = computeSwitches(srv.pid), t0 = threadCpu(srv.pid), u0 = process.cpuUsage();
     const x = await stream(srv.url, prompt, GEN);
+    const t1 = threadCpu(srv.pid), u1 = process.cpuUsage(u0);
     switches.push((computeSwitches(srv.pid) - c0) / x.tokens);
+    const d = (k) => ((t1[k] || 0) - (t0[k] || 0)) / x.tokens * 1e6;  // microseconds per token
+    lastServer = { compute: d('hw-scheduler'), http: d('hw-http') + d('headwise') };
+    serverCpu.push(lastServer);
+    clientCpu.push((u1.user + u1.system) / x.tokens);
     return (x.times.length - 1) / ((x.times.at(-1) - x.times[0]) / 1000);
   });
-  const runSide = () => measured(0, async () => (await run(model, prompt, prompt.length + GEN - 1)).gen_tps);
+  const runSide = () => measured(0, async () => (await run(model, prompt, prompt.length + GEN - 1, runEnv)).gen_tps);
   for (let i = 0; i < P; i++) {
     let a, b;
     if (i % 2 === 0) { a = await serverSide(); b = await runSide(); } else { b = await runSide(); a = await serverSide(); }
     s.push(a);
     r.push(b);
     ratio.push(a.value / b.value);
+    share.push(serverCpu.at(-1).http / (1e6 / b.value));  // HTTP+main CPU per token / run's time per token
   }
   await srv.stop();
   const v = (m) => m.map((x) => x.value);
   const ci = medianCI(ratio), mid = median(ratio);
   const kv = opt['kv-type'] ? `, KV ${opt['kv-type']}` : '';
-  console.log(`overhead ${model}${kv}: one streamed greedy request ${mr(v(s), 2)} tokens/s ${cond(s)}`);
+  const shareCi = medianCI(share);
+  console.log(`overhead ${model}${kv}: one streamed greedy request ${mr(v(s), 2)} tokens/s ${cond(s)} (GOMP_SPINCOUNT ${spin || 'libgomp default'} on both sides)`);
   console.log(`overhead ${model}${kv}: the server's compute threads slept ${mr(switches, 1)} times per token ` +
-              '(voluntary context switches; ~100 would mean OpenMP barriers sleeping, see server.omp_pool)');
+              '(voluntary context switches at OpenMP barriers; see server.omp_spin)');
   console.log(`overhead ${model}${kv}: headwise run (fresh process) ${mr(v(r), 2)} tokens/s ${cond(r)}`);
+  console.log(`overhead ${model}${kv}: server CPU per token: compute threads ${mr(serverCpu.map((x) => x.compute), 0)} us, ` +
+              `HTTP + main threads ${mr(serverCpu.map((x) => x.http), 0)} us; the client (this node process) ${mr(clientCpu, 0)} us`);
+  console.log(`overhead ${model}${kv}: the server's HTTP + main CPU per token / run's time per token: median ` +
+              `${f(mid === undefined ? NaN : median(share) * 100, 2)}% (95% interval ${shareCi ? `${f(shareCi[0] * 100, 2)}-${f(shareCi[1] * 100, 2)}%` : 'n/a'}; ` +
+              `goal < 3%: ${shareCi ? (shareCi[1] < 0.03 ? 'met by this measure' : shareCi[0] >= 0.03 ? 'NOT met by this measure' : 'not resolved') : 'too few pairs'})`);
   const verdict = !ci ? `too few pairs for a 95% interval (--pairs >= 6)`
     : ci[0] >= 0.97 ? 'goal met (the interval lies above 0.97)'
     : ci[1] < 0.97 ? 'goal NOT met (the interval lies below 0.97)'
     : `not resolved: the interval straddles 0.97 (more --pairs, or a quieter machine)`;
-  console.log(`overhead ${model}${kv}: server/run per pair: median ${f(mid, 3)} (${mid <= 1 ? `${f((1 - mid) * 100)}% slower` : `${f((mid - 1) * 100)}% faster`}; goal: < 3% slower), ` +
+  console.log(`overhead ${model}${kv}: server/run wall time per pair: median ${f(mid, 3)} (${mid <= 1 ? `${f((1 - mid) * 100)}% slower` : `${f((mid - 1) * 100)}% faster`}; goal: < 3% slower), ` +
               `95% interval ${ci ? `${f(ci[0], 3)}-${f(ci[1], 3)}` : 'n/a'}, range ${f(Math.min(...ratio), 3)}-${f(Math.max(...ratio), 3)} ` +
               `over ${P} pairs: ${verdict}`);
 }
