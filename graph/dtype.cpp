@@ -37,6 +37,11 @@ size_t dtype_size(DType t) {
 
 bool dtype_is_block(DType t) { return dtype_size(t) == 0; }
 
+size_t dtype_row_bytes(DType t, int64_t cols) {
+  if (!dtype_is_block(t)) return dtype_size(t) * size_t(cols);
+  return kernels::quant::row_bytes(*kernels::quant::type_info(dtype_quant_type(t)), cols);
+}
+
 int64_t TensorView::numel() const {
   int64_t n = 1;  // a shape of [] is a scalar: one element
   for (int64_t d : shape) n *= d;

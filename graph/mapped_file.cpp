@@ -7,11 +7,27 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "graph/input_file.hpp"
 #include "graph/weights.hpp"
 
 namespace headwise::graph {
+namespace {
+
+// The live mappings (start → size), so that release_resident() advises only file-backed
+// pages: MADV_DONTNEED on anonymous memory would discard its contents.
+std::mutex& live_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<uintptr_t, size_t>& live_mappings() {
+  static std::map<uintptr_t, size_t> m;
+  return m;
+}
+
+}  // namespace
 
 Status MappedFile::open(const std::string& path, std::unique_ptr<MappedFile>* out) {
   if (out == nullptr) return invalid_argument("MappedFile::open(" + path + "): out is null");
@@ -36,6 +52,8 @@ Status MappedFile::open(const std::string& path, std::unique_ptr<MappedFile>* ou
                       " bytes: " + std::strerror(err));
     }
     file->data_ = static_cast<const uint8_t*>(p);
+    std::lock_guard<std::mutex> lock(live_mutex());
+    live_mappings()[reinterpret_cast<uintptr_t>(p)] = file->size_;
   }
   ::close(fd);  // the mapping keeps its own reference to the file
   *out = std::move(file);
@@ -43,7 +61,27 @@ Status MappedFile::open(const std::string& path, std::unique_ptr<MappedFile>* ou
 }
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(live_mutex());  // no release_resident() on it meanwhile
+  live_mappings().erase(reinterpret_cast<uintptr_t>(data_));
+  ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+size_t MappedFile::release_resident(const void* p, size_t n) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
+  if (p == nullptr || n == 0 || end < begin) return 0;
+  std::lock_guard<std::mutex> lock(live_mutex());
+  const auto& live = live_mappings();
+  auto it = live.upper_bound(begin);
+  if (it == live.begin()) return 0;
+  --it;  // the mapping starting at or before p
+  if (end > it->first + it->second) return 0;
+  // Whole pages only: a page shared with a neighbouring tensor still in use is kept.
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last <= first) return 0;
+  if (::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
+  return last - first;
 }
 
 }  // namespace headwise::graph

@@ -7,6 +7,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "graph/weights.hpp"
 #include "kernels/quant/quant.hpp"
 
 namespace headwise::graph {
@@ -118,6 +119,9 @@ Status Projection::create_f32(const float* w, int K, int N, int64_t stride_k, in
       p->bias_ = static_cast<const float*>(d.bias.get_data_handle());
     }
     s.wait();
+    // The mapped rows are not read by this projection again (a strided view's extent).
+    if (K > 0 && N > 0)
+      MappedFile::release_resident(w, (size_t(K - 1) * stride_k + size_t(N - 1) * stride_n + 1) * sizeof(float));
     p->weight_bytes_ = d.wmd.get_size();
     p->packed_ = describe_blocked(d.wmd, static_cast<const float*>(d.weights.get_data_handle()), K, N);
     p->small_ = kernels::linear_kernel(p->packed_, isa);
@@ -181,8 +185,10 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
 
 // A kernel with its own weight layout (e.g. rows interleaved so that one vector holds a
 // block of several rows: one scale conversion and multiply-add per block serves them
-// all) gets its copy here, once; the mapped rows are read only by this repack from then
-// on. The copy replaces the stored bytes in weight_bytes() (what decode streams).
+// all) gets its copy here, once; the mapped rows are read only by this repack, and their
+// resident pages are released after it (MappedFile::release_resident: otherwise the
+// process holds the file's bytes and the copy). The copy replaces the stored bytes in
+// weight_bytes() (what decode streams).
 Status Projection::repack_weights() {
   const kernels::LinearKernelImpl& impl = *small_->impl;
   const size_t bytes = impl.repacked_bytes(packed_);
@@ -196,6 +202,7 @@ Status Projection::repack_weights() {
   const int64_t groups = (N_ + G - 1) / G;
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < groups; ++g) impl.repack(packed_, g * G, std::min<int64_t>(N_, (g + 1) * G), mem);
+  MappedFile::release_resident(packed_.data, size_t(packed_.row_bytes) * N_);
   packed_.data = mem;
   packed_.repacked = true;
   weight_bytes_ = bytes;

@@ -22,6 +22,8 @@ enum class DType { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k };
 const char* dtype_name(DType t);
 size_t dtype_size(DType t);  // bytes per element; 0 for the block types
 bool dtype_is_block(DType t);
+// Bytes of a row of `cols` elements (block types: cols a multiple of the block).
+size_t dtype_row_bytes(DType t, int64_t cols);
 // The weight-catalogue type of a DType (kernels/quant/quant.hpp; f32 for f32).
 kernels::quant::WType dtype_quant_type(DType t);
 
@@ -49,6 +51,16 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+
+  // Tells the kernel this process no longer needs its pages of [p, p + n) — the whole
+  // pages inside it — when that range lies in a live MappedFile (madvise MADV_DONTNEED):
+  // a plan that keeps its own copy of a weight (oneDNN's blocked f32 layout, a repacked
+  // panel layout) would otherwise hold both in its resident memory. The file's pages
+  // stay in the page cache, and a later read of the range (an embedding row of a tied
+  // classifier, a second plan) faults them back in with the same bytes, because the
+  // mapping is private and never written. Any other range (heap memory, whose contents
+  // MADV_DONTNEED would zero) is left alone. Returns the bytes released.
+  static size_t release_resident(const void* p, size_t n);
 
  private:
   MappedFile() = default;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "graph/weights.hpp"
 #include "kernels/convert/kv_convert.hpp"
 #include "kernels/elementwise/elementwise.hpp"
 
@@ -57,9 +58,20 @@ class Run {
     const Node& n = g_.nodes[i];
     const int M = s_.M, th = threads_;
     switch (n.op) {
-      case OpKind::embedding:
-        kernels::embedding(n.w, static_cast<int>(n.w_cols), s_.tokens, at(n.out[0]).out(), M, th);
+      case OpKind::embedding: {
+        if (n.w) {
+          kernels::embedding(n.w, static_cast<int>(n.w_cols), s_.tokens, at(n.out[0]).out(), M, th);
+          return Status::Ok();
+        }
+        // A table in its stored type (f16, bf16, a block type): the looked-up rows
+        // converted as graph::to_f32 converts them everywhere else.
+        const View y = at(n.out[0]);
+        const size_t rb = graph::dtype_row_bytes(n.wq_type, n.w_cols);
+        for (int r = 0; r < M; ++r)
+          graph::to_f32(n.wq_type, static_cast<const uint8_t*>(n.wq) + size_t(s_.tokens[r]) * rb, size_t(n.w_cols),
+                        y.p + size_t(r) * y.stride);
         return Status::Ok();
+      }
       case OpKind::pos_embedding: {
         // x(r) += W(pos(r)): a gather into the output, then a residual add
         const View x = at(n.in[0]), y = at(n.out[0]);

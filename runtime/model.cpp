@@ -63,6 +63,7 @@ Status ModelBuilder::finish(const graph::ModelDesc& desc, std::unique_ptr<graph:
   for (const graph::Node& n : plan.graph.nodes) {
     if (n.op == graph::OpKind::linear || n.op == graph::OpKind::logits) continue;
     if (n.w) info.weight_bytes += size_t(n.w_rows * n.w_cols) * sizeof(float);
+    if (n.wq) info.weight_bytes += graph::dtype_row_bytes(n.wq_type, n.w_cols) * size_t(n.w_rows);
   }
   info.activation_floats_per_row = plan.graph.arena_cols;
   info.kv_bytes_per_token = size_t(plan.graph.kv_slots) * 2 * plan.kv_width() * sizeof(float);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -51,6 +53,27 @@ inline void spit(const std::string& path, const std::string& bytes) {
 inline void expect_names(const Status& s, std::initializer_list<std::string> words) {
   ASSERT_FALSE(s.ok());
   for (const std::string& w : words) EXPECT_NE(s.message().find(w), std::string::npos) << s.message();
+}
+
+// The resident bytes (smaps "Rss") of this process's mapping that holds `addr`; -1 when
+// no mapping holds it. Used to check that a plan drops the mapped pages it copied.
+inline int64_t resident_bytes_of_mapping(const void* addr) {
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    unsigned long long lo = 0, hi = 0;
+    char dash = 0;
+    // A mapping's first line starts "lo-hi perms ..."; its fields follow ("Rss:  12 kB").
+    if (std::sscanf(line.c_str(), "%llx%c%llx", &lo, &dash, &hi) == 3 && dash == '-') {
+      inside = a >= lo && a < hi;
+      continue;
+    }
+    long long kb = 0;
+    if (inside && std::sscanf(line.c_str(), "Rss: %lld kB", &kb) == 1) return kb * 1024;
+  }
+  return -1;
 }
 
 }  // namespace headwise::test

@@ -4,13 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "graph/projection.hpp"
+#include "graph/weights.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/quant/blocks.hpp"
 #include "kernels/quant/quant.hpp"
+#include "tests/status_assert.hpp"
+#include "tests/test_files.hpp"
 
 namespace headwise::graph {
 namespace {
@@ -169,6 +173,59 @@ TEST(Projection, Bf16WeightsMatchReferenceAroundTheClassEdges) {
     for (int M : {1, 15, 16, 17, 33, 100, Projection::kMaxBf16ClassRows + 37})
       for (auto [K, N] : {std::pair{64, 17}, {200, 130}})
         for (bool strided : {false, true}) check_bf16(M, K, N, /*bias=*/M % 2 == 1, strided, isa);
+}
+
+// Weights read from a mapped file: a projection that keeps its own copy (oneDNN's
+// blocked f32 layout, a kernel's repacked panels) releases the mapped pages it copied, so
+// the process does not hold both; its products are bit-identical to the same projection
+// made from heap memory (the bytes it copied were the file's). The scalar Q8_0 kernel
+// reads the stored rows on every call, so its pages stay.
+TEST(Projection, CopiesOfMappedWeightsReleaseTheirPages) {
+  namespace q = kernels::quant;
+  const int K = 256, N = 256, M = 3;
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> wf(size_t(K) * N), x(size_t(M) * K), row(K);
+  for (float& v : wf) v = u(g);
+  for (float& v : x) v = u(g);
+  const q::TypeInfo& ti = *q::type_info(q::WType::q8_0);
+  const size_t rb = q::row_bytes(ti, K);
+  std::string q8(rb * N, '\0');
+  for (int n = 0; n < N; ++n) ti.quantize(wf.data() + size_t(n) * K, &q8[size_t(n) * rb], K);
+  ASSERT_EQ(q8.size() % size_t(::sysconf(_SC_PAGESIZE)), 0u) << "whole pages, so all are released";
+
+  test::TempDir dir;
+  test::spit(dir.file("q8_0.bin"), q8);
+  test::spit(dir.file("f32.bin"), std::string(reinterpret_cast<const char*>(wf.data()), wf.size() * 4));
+  for (Isa isa : usable_isas()) {
+    std::unique_ptr<MappedFile> mq, mf;
+    HW_ASSERT_OK(MappedFile::open(dir.file("q8_0.bin"), &mq));
+    HW_ASSERT_OK(MappedFile::open(dir.file("f32.bin"), &mf));
+    for (const auto* m : {mq.get(), mf.get()}) {
+      unsigned sum = 0;
+      for (size_t i = 0; i < m->size(); i += 4096) sum += m->data()[i];  // fault the pages in
+      ASSERT_EQ(test::resident_bytes_of_mapping(m->data()), int64_t(m->size())) << sum;
+    }
+    std::unique_ptr<Projection> pq, pq_heap, pf, pf_heap;
+    HW_ASSERT_OK(Projection::create_typed(kernels::WeightType::q8_0, mq->data(), K, N, nullptr, isa, &pq));
+    HW_ASSERT_OK(Projection::create_typed(kernels::WeightType::q8_0, q8.data(), K, N, nullptr, isa, &pq_heap));
+    HW_ASSERT_OK(Projection::create_f32(reinterpret_cast<const float*>(mf->data()), K, N, 1, K, nullptr, isa, &pf));
+    HW_ASSERT_OK(Projection::create_f32(wf.data(), K, N, 1, K, nullptr, isa, &pf_heap));
+    const bool repacked = isa != Isa::scalar;  // every x86 Q8_0 entry repacks (interleave_x86.hpp)
+    EXPECT_EQ(test::resident_bytes_of_mapping(mq->data()), repacked ? 0 : int64_t(q8.size()))
+        << kernels::isa_name(isa) << " " << pq->implementation(1);
+    EXPECT_EQ(test::resident_bytes_of_mapping(mf->data()), 0) << kernels::isa_name(isa);
+    struct alignas(64) Line {
+      char b[64];
+    };
+    for (auto [a, b] : {std::pair{pq.get(), pq_heap.get()}, {pf.get(), pf_heap.get()}}) {
+      std::vector<Line> scratch(std::max(a->scratch_bytes(M), b->scratch_bytes(M)) / 64 + 1);
+      std::vector<float> ya(size_t(M) * N, NAN), yb(size_t(M) * N, NAN);
+      HW_ASSERT_OK(a->run(x.data(), K, ya.data(), N, M, 1, scratch.data()));
+      HW_ASSERT_OK(b->run(x.data(), K, yb.data(), N, M, 1, scratch.data()));
+      EXPECT_EQ(0, std::memcmp(ya.data(), yb.data(), ya.size() * 4)) << kernels::isa_name(isa) << " " << a->implementation(M);
+    }
+  }
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "graph/weights.hpp"
+#include "tests/test_files.hpp"
 #include "tests/status_assert.hpp"
 
 namespace headwise::graph {
@@ -199,6 +200,41 @@ TEST_F(WeightsTest, MappedFileMapsContentAndEmptyFiles) {
   Status s = MappedFile::open(path("empty"), &m);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(m->size(), 0u);
+}
+
+// release_resident() drops the whole pages of a range inside a live mapping from this
+// process's resident memory, and the bytes read afterwards are still the file's; it
+// leaves heap memory (whose contents MADV_DONTNEED would zero), ranges reaching past a
+// mapping and unmapped addresses alone.
+TEST_F(WeightsTest, MappedFileReleasesResidentPagesAndKeepsTheBytes) {
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE)), n = 64 * page;
+  std::string bytes(n, '\0');
+  for (size_t i = 0; i < n; ++i) bytes[i] = char(i * 131 % 251);
+  spit(path("pages"), bytes);
+  std::unique_ptr<MappedFile> m;
+  HW_ASSERT_OK(MappedFile::open(path("pages"), &m));
+  ASSERT_EQ(m->size(), n);
+  unsigned sum = 0;
+  for (size_t i = 0; i < n; i += page) sum += m->data()[i];  // fault every page in
+  EXPECT_NE(sum, 0u);
+  ASSERT_EQ(test::resident_bytes_of_mapping(m->data()), int64_t(n));
+
+  // 10 bytes into page 0 to 10 bytes into page 40: pages 1..39 are whole inside it.
+  EXPECT_EQ(MappedFile::release_resident(m->data() + 10, 40 * page), 39 * page);
+  EXPECT_EQ(test::resident_bytes_of_mapping(m->data()), int64_t(n - 39 * page));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(m->data()), n), bytes);  // faulted back in
+
+  EXPECT_EQ(MappedFile::release_resident(m->data() + page, n), 0u) << "past the mapping's end";
+  EXPECT_EQ(MappedFile::release_resident(m->data() + 10, page - 20), 0u) << "no whole page";
+  EXPECT_EQ(MappedFile::release_resident(nullptr, n), 0u);
+
+  std::vector<uint8_t> heap(bytes.begin(), bytes.end());
+  EXPECT_EQ(MappedFile::release_resident(heap.data(), heap.size()), 0u) << "heap memory";
+  EXPECT_EQ(std::string(heap.begin(), heap.end()), bytes);
+
+  const uint8_t* gone = m->data();
+  m.reset();
+  EXPECT_EQ(MappedFile::release_resident(gone, page), 0u) << "an unmapped file";
 }
 
 TEST_F(WeightsTest, MappedFileMissingIsNotFoundAndDirectoryIsIoError) {
