@@ -162,7 +162,9 @@ async function startLlamaServer(gguf, slots, ctxPerSlot) {
 // when the client reads late); with one, each event with text is one token. node:http,
 // not fetch: the client shares the cores with the server it measures, and fetch's web
 // streams cost it ~3x the CPU per event.
-const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+// A connection per request: a kept-alive one that the server closed meanwhile (llama-server
+// does) would fail the next request.
+const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
 function stream(url, prompt, maxTokens, extra = {}) {
   const t0 = performance.now();
   const body = JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true,
