@@ -21,7 +21,7 @@
 // usage: node bench/serve_bench.mjs --headwise build/headwise [--models gpt2-small,llama-134m]
 //        (synthetic names or model files) [--kv-type f32|f16|bf16] [--pairs 10]
 //        [--threads 2] [--repeats 3] [--gen 64] [--prompt-len 32] [--clients 1,4,16,64]
-//        [--only overhead|ttft|concurrency|llama-server]
+//        [--only overhead|ttft|concurrency|llama-server] [--serve-args "--omp-spin 300000 ..."]
 //        [--llama-server /tmp/headwise-llama-cpp/build/bin/llama-server [--gguf llama-134m,gpt2-small|FILE,...]]
 import { spawn, execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
@@ -29,7 +29,7 @@ import http from 'node:http';
 import { loadavg } from 'node:os';
 
 const opt = { models: 'gpt2-small,llama-134m', threads: '2', repeats: '3', only: '', gen: '64', 'prompt-len': '32',
-              clients: '1,4,16,64', 'llama-server': '', gguf: '', ctx: '256', pairs: '10', 'kv-type': '' };
+              clients: '1,4,16,64', 'llama-server': '', gguf: '', ctx: '256', pairs: '10', 'kv-type': '', 'serve-args': '' };
 for (let i = 2; i < process.argv.length; i += 2) {
   const k = process.argv[i].replace(/^--/, '');
   if (!(k in opt) && k !== 'headwise') { console.error(`serve_bench.mjs: unknown option --${k}`); process.exit(2); }
@@ -131,7 +131,8 @@ const stopper = (proc) => () => new Promise((r) => { if (proc.exitCode !== null)
 // model: a --synthetic name, or a file path
 async function startHeadwise(model, extra) {
   const src = existsSync(model) ? [model] : ['--synthetic', model];
-  const proc = track(spawn(opt.headwise, ['serve', ...src, '--port', '0', '--threads', T, ...extra], { stdio: ['ignore', 'pipe', 'inherit'] }));
+  const own = opt['serve-args'].split(' ').filter(Boolean);  // e.g. "--omp-spin 300000" for an A/B
+  const proc = track(spawn(opt.headwise, ['serve', ...src, '--port', '0', '--threads', T, ...extra, ...own], { stdio: ['ignore', 'pipe', 'inherit'] }));
   const port = await new Promise((res, rej) => {
     let out = '';
     proc.stdout.on('data', (d) => { out += d; const m = out.match(/127\.0\.0\.1:(\d+)/); if (m) res(Number(m[1])); });

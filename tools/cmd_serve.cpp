@@ -86,6 +86,11 @@ void usage(std::FILE* f) {
       "  --kv-type T          KV cache element type: f32 | f16 | bf16 (default f32)\n"
       "  --queue Q            requests waiting beyond those; more get 429 (default 16)\n"
       "  --prefill-chunk T    prompt tokens prefilled per scheduler step (default 256)\n"
+      "  --prefill-chunk-decoding T\n"
+      "                       ... while other sequences are decoding, whose gap between\n"
+      "                       tokens each such step lengthens (default: --prefill-chunk;\n"
+      "                       smaller bounds the tail of the gaps when clients join, at\n"
+      "                       a pass over the weights per chunk)\n"
       "  --api-key KEY        require 'Authorization: Bearer KEY' on /v1/* (default: the\n"
       "                       HEADWISE_API_KEY environment variable, else none)\n"
       "  --timeout SEC        bound on a request from arrival, queue included (default 600; 0: none)\n"
@@ -97,8 +102,9 @@ void usage(std::FILE* f) {
       "  --model-name NAME    the model id clients send (default: the file's name)\n"
       "  --http-threads N     HTTP worker threads (default: sessions + queue + 16)\n"
       "  --omp-spin N         times an OpenMP thread polls at a barrier before it sleeps\n"
-      "                       (GOMP_SPINCOUNT; default %d, ~20 us on a 2025 x86 core,\n"
-      "                       unless GOMP_SPINCOUNT or OMP_WAIT_POLICY is set; libgomp's\n"
+      "                       (GOMP_SPINCOUNT; default %d: ~20 us on a Zen 5 core, more\n"
+      "                       where PAUSE is slower; applied unless GOMP_SPINCOUNT or\n"
+      "                       OMP_WAIT_POLICY is set; libgomp's\n"
       "                       own default is 300000, ~6 ms: see the note in cmd_serve.cpp)\n",
       names.c_str(), kDefaultOmpSpin);
 }
@@ -127,7 +133,7 @@ int cmd_serve(int argc, char** argv) {
   Args a;
   if (!a.parse(argc, argv, {"help"},
                {"tokenizer", "synthetic", "seed", "host", "port", "threads", "max-sessions", "max-context", "queue",
-                "prefill-chunk", "api-key", "timeout", "shutdown-grace", "max-body", "chat-template", "model-name",
+                "prefill-chunk", "prefill-chunk-decoding", "api-key", "timeout", "shutdown-grace", "max-body", "chat-template", "model-name",
                 "http-threads", "kv-type", "omp-spin"}))
     return usage_error(a.error());
   if (a.has("help")) {
@@ -145,6 +151,7 @@ int cmd_serve(int argc, char** argv) {
   const long long context = a.integer("max-context", 0);
   const long long queue = a.integer("queue", 16);
   const long long chunk = a.integer("prefill-chunk", 256);
+  const long long decode_chunk = a.integer("prefill-chunk-decoding", chunk);
   const long long seed = a.integer("seed", 1);
   const long long max_body = a.integer("max-body", 1 << 20);
   const long long http_threads = a.integer("http-threads", 0);
@@ -158,6 +165,7 @@ int cmd_serve(int argc, char** argv) {
   if (context < 0 || context > (1 << 24)) return usage_error("--max-context must be >= 0");
   if (queue < 0 || queue > 100000) return usage_error("--queue must be in [0, 100000]");
   if (chunk < 1 || chunk > 65536) return usage_error("--prefill-chunk must be in [1, 65536]");
+  if (decode_chunk < 1 || decode_chunk > 65536) return usage_error("--prefill-chunk-decoding must be in [1, 65536]");
   if (max_body < 1024 || max_body > (1LL << 30)) return usage_error("--max-body must be in [1024, 2^30]");
   if (http_threads < 0 || http_threads > 4096) return usage_error("--http-threads must be in [0, 4096]");
   if (omp_spin < 0 || omp_spin > (1LL << 40)) return usage_error("--omp-spin must be in [0, 2^40]");
@@ -171,6 +179,7 @@ int cmd_serve(int argc, char** argv) {
   o.scheduler.max_context = static_cast<int>(context);
   o.scheduler.queue = static_cast<int>(queue);
   o.scheduler.prefill_chunk = static_cast<int>(chunk);
+  o.scheduler.decode_prefill_chunk = static_cast<int>(decode_chunk);
   if (a.has("kv-type") && !parse_kv_type(a.str("kv-type"), &o.scheduler.kv_type))
     return usage_error("--kv-type '" + a.str("kv-type") + "' is not one of f32, f16, bf16");
   o.api_key = a.str("api-key");
