@@ -4,8 +4,12 @@
 // wall second of the process measured (how many cores it actually got):
 //   overhead     one streamed greedy request vs `headwise run` (fresh process) on the
 //                same prompt, threads and KV type, in --pairs back-to-back pairs (order
-//                alternating): the median of the per-pair ratios server/run with its 95%
-//                interval, which says whether the < 3% goal is met, missed or unresolved
+//                alternating; run with the server's GOMP_SPINCOUNT): the median of the
+//                per-pair ratios server/run with its 95% interval, which says whether the
+//                < 3% goal is met, missed or unresolved; and, in CPU time (which the
+//                machine's drift hardly moves), what the server spends per token outside
+//                its compute threads (HTTP + main threads) as a share of run's time per
+//                token, with the client's own CPU per token beside it
 //   ttft         time to first token of a 512-token prompt (streamed, max_tokens 1) next
 //                to `headwise run`'s prefill of the same tokens
 //   concurrency  --clients levels (1/4/16/64), each client streaming one greedy request
@@ -23,6 +27,9 @@
 //        [--threads 2] [--repeats 3] [--gen 64] [--prompt-len 32] [--clients 1,4,16,64]
 //        [--only overhead|ttft|concurrency|llama-server] [--serve-args "--omp-spin 300000 ..."]
 //        [--llama-server /tmp/headwise-llama-cpp/build/bin/llama-server [--gguf llama-134m,gpt2-small|FILE,...]]
+// Issue 11's rows (1/4/16/64 clients, gpt2-small and llama-134m, both servers), one command:
+//   flock /tmp/bench.lock node bench/serve_bench.mjs --headwise build/headwise --only llama-server \
+//     --llama-server /tmp/headwise-llama-cpp/build/bin/llama-server --gen 64 --repeats 2
 import { spawn, execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
