@@ -32,6 +32,11 @@ namespace {
 // past that the thread sleeps, its core goes to the thread that was waiting for one,
 // and the barrier's last thread wakes it. The server is the process that always shares
 // its cores (with its own HTTP threads at least), so it sets this for itself.
+// What it does not cure: with another process holding one of 2 cores, both compute
+// threads end up on the other (perf sched: a compiler alone on CPU 0 for 150 ms, the two
+// alternating on CPU 1), and a step runs at one core's speed with a hand-off at every
+// barrier, ~2-4x its time: the remaining one-client tail on a shared machine. A work
+// split that a late thread does not hold up (dynamic) or fewer threads would be next.
 constexpr int kDefaultOmpSpin = 1000;
 
 // libgomp reads GOMP_SPINCOUNT once, when it is loaded (before main), so the setting
@@ -64,7 +69,8 @@ void ensure_omp_spin(bool given, long long spin) {
   setenv("GOMP_SPINCOUNT", want.c_str(), 1);
   std::fflush(nullptr);
   execv(exe, argv.data());
-  std::fprintf(stderr, "headwise serve: could not restart with GOMP_SPINCOUNT=%s (%s); libgomp's default spin applies\n",
+  std::fprintf(stderr,
+               "headwise serve: could not restart with GOMP_SPINCOUNT=%s (%s); libgomp's default spin applies\n",
                want.c_str(), std::strerror(errno));
 }
 
@@ -133,8 +139,8 @@ int cmd_serve(int argc, char** argv) {
   Args a;
   if (!a.parse(argc, argv, {"help"},
                {"tokenizer", "synthetic", "seed", "host", "port", "threads", "max-sessions", "max-context", "queue",
-                "prefill-chunk", "prefill-chunk-decoding", "api-key", "timeout", "shutdown-grace", "max-body", "chat-template", "model-name",
-                "http-threads", "kv-type", "omp-spin"}))
+                "prefill-chunk", "prefill-chunk-decoding", "api-key", "timeout", "shutdown-grace", "max-body",
+                "chat-template", "model-name", "http-threads", "kv-type", "omp-spin"}))
     return usage_error(a.error());
   if (a.has("help")) {
     usage(stdout);
