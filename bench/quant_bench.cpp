@@ -5,6 +5,12 @@
 //           decode/ and prefill/ time the catalogue's products on rows as stored
 //           (quant.inc), prepared inputs given: rows only where it lists one (every
 //           type on scalar, F16/BF16 on avx2/avx512);
+//   decode_stream: one input row through the projections of llama-1b-like layers (q, o
+//           2048×2048; k, v 2048×512; gate, up 2048×8192; down 8192×2048), all of the
+//           type, 4 layers (Q4_K: 137 MB, 4× the L3) called in model order, so the weights
+//           come from DRAM as in a model's decode, small matrices and per-call thread
+//           start included; GB/s of weights streamed (decode_projection's 18.9 MB Q4_K
+//           matrix fits in the L3 and measures the kernel, not the memory);
 //   projection, decode_projection: the same shapes through graph::Projection, i.e.
 //           what the plan runs (BF16: oneDNN's bf16 matmul on weights packed once;
 //           other types: the registry kernel, on the integer types' 8-row panels on
@@ -118,6 +124,52 @@ void bm_projection(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K,
                                               benchmark::Counter::kIs1000);
 }
 
+// The projections of `layers` llama-1b-like layers (see the header), one row through
+// each in model order per iteration.
+void bm_stream(benchmark::State& st, hq::WType t, Isa isa, int layers) {
+  struct Shape {
+    int K, N;
+  };
+  const Shape shapes[] = {{2048, 2048}, {2048, 512}, {2048, 512}, {2048, 2048}, {2048, 8192}, {2048, 8192}, {8192, 2048}};
+  headwise::kernels::WeightType wt = headwise::kernels::WeightType::Count;
+  for (int i = 0; i < int(headwise::kernels::WeightType::Count); ++i)
+    if (strcasecmp(headwise::kernels::weight_type_name(headwise::kernels::WeightType(i)), hq::type_info(t)->name) == 0)
+      wt = headwise::kernels::WeightType(i);
+  std::vector<Problem> stored;
+  std::vector<std::unique_ptr<headwise::graph::Projection>> projs;
+  size_t bytes = 0, scratch_bytes = 0;
+  int maxk = 0, maxn = 0;
+  for (int l = 0; l < layers; ++l)
+    for (const Shape& sh : shapes) {
+      stored.push_back(make(t, 1, sh.K, sh.N));
+      projs.emplace_back();
+      const headwise::Status s = headwise::graph::Projection::create_typed(wt, stored.back().w.data(), sh.K, sh.N,
+                                                                             nullptr, isa, &projs.back());
+      if (!s.ok()) {
+        st.SkipWithError(s.message().c_str());
+        return;
+      }
+      bytes += projs.back()->weight_bytes();
+      scratch_bytes = std::max(scratch_bytes, projs.back()->scratch_bytes(1));
+      maxk = std::max(maxk, sh.K);
+      maxn = std::max(maxn, sh.N);
+    }
+  std::mt19937 g(2);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> x(maxk), y(maxn);
+  for (float& v : x) v = nd(g);
+  void* scratch = std::aligned_alloc(64, (scratch_bytes + 63) / 64 * 64 + 64);
+  const int threads = omp_get_max_threads();
+  for (auto _ : st) {
+    for (const auto& p : projs) (void)p->run(x.data(), p->K(), y.data(), p->N(), 1, threads, scratch);
+    benchmark::DoNotOptimize(y.data());
+  }
+  std::free(scratch);
+  st.SetLabel(projs.front()->implementation(1) + ", " + std::to_string(projs.size()) + " projections, " +
+              std::to_string(bytes >> 20) + " MiB");
+  st.counters["GB/s"] = benchmark::Counter(double(bytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 const int kRegistered = [] {
   int n;
   const hq::WType* types = hq::all_types(&n);
@@ -137,6 +189,9 @@ const int kRegistered = [] {
             ->Unit(benchmark::kMillisecond)->UseRealTime();
         benchmark::RegisterBenchmark(("decode_projection/" + name).c_str(), bm_projection, types[i], isa, 1, 4096, 8192)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
+        if (hq::type_info(types[i])->block >= 32)  // the integer types (16-bit ones: decode_projection is DRAM-bound already)
+          benchmark::RegisterBenchmark(("decode_stream/" + name).c_str(), bm_stream, types[i], isa, 4)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
       }
     }
   }

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "headwise/status.hpp"
@@ -76,8 +77,23 @@ class Projection {
   int K_ = 0, N_ = 0;
   size_t weight_bytes_ = 0;
   kernels::PackedWeights packed_;
-  // The small kernel's own layout of typed weights (LinearKernelImpl::repack), when it has one.
-  std::unique_ptr<uint8_t, void (*)(void*)> repacked_{nullptr, std::free};
+  // The small kernel's own layout of typed weights (LinearKernelImpl::repack), when it has
+  // one: an anonymous mapping of `bytes` (huge pages where it can, see projection.cpp).
+  struct Mapping {
+    void* p = nullptr;
+    size_t bytes = 0;
+    Mapping() = default;
+    Mapping(void* p_, size_t n) : p(p_), bytes(n) {}
+    Mapping(const Mapping&) = delete;
+    Mapping& operator=(const Mapping&) = delete;
+    Mapping& operator=(Mapping&& o) noexcept {
+      std::swap(p, o.p);
+      std::swap(bytes, o.bytes);
+      return *this;
+    }
+    ~Mapping();
+  };
+  Mapping repacked_;
   const float* bias_ = nullptr;            // N floats, or null
   std::vector<float> bias_copy_;           // typed projections own their bias copy
   const kernels::LinearKernel* small_ = nullptr;  // registry kernel, or null

@@ -175,6 +175,58 @@ TEST(Projection, Bf16WeightsMatchReferenceAroundTheClassEdges) {
         for (bool strided : {false, true}) check_bf16(M, K, N, /*bias=*/M % 2 == 1, strided, isa);
 }
 
+// Typed weights repacked at load (Q4_K's 8-row panels) into their own mapping, here
+// 2.14 MB: one 2 MiB huge page and a 4 KiB-page tail (graph/projection.cpp), with a last
+// panel of 3 rows. The x86 entries read the panels, the scalar entry the GGUF rows as
+// stored: both take the same int8 inputs and exact integer block sums, so only the fp32
+// order of the per-block scale products differs: |Δy| ≤ 1e-5·max|y| (measured ≤ 5e-7).
+TEST(Projection, RepackedTypedWeightsInTheirMappingMatchTheStoredRows) {
+  const int K = 2048, N = 1803;
+  const kernels::quant::TypeInfo& ti = *kernels::quant::type_info(kernels::quant::WType::q4_k);
+  const size_t rb = kernels::quant::row_bytes(ti, K);
+  std::vector<uint8_t> w(rb * N);
+  std::mt19937 g(7);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> row(K), bias(N);
+  for (int n = 0; n < N; ++n) {
+    if (n < 64) {
+      for (float& v : row) v = nd(g);
+      ti.quantize(row.data(), w.data() + n * rb, K);
+    } else {  // 64 distinct rows, each repeat with its own scales (d, dmin: f16 words 0, 1)
+      std::copy_n(w.data() + (n % 64) * rb, rb, w.data() + n * rb);
+      w[n * rb + 1] ^= uint8_t(n & 3);
+    }
+  }
+  for (float& b : bias) b = nd(g);
+  std::unique_ptr<Projection> ref;
+  ASSERT_TRUE(Projection::create_typed(kernels::WeightType::q4_k, w.data(), K, N, bias.data(), Isa::scalar, &ref).ok());
+  for (Isa isa : usable_isas()) {
+    if (isa == Isa::scalar) continue;
+    std::unique_ptr<Projection> p;
+    const Status s = Projection::create_typed(kernels::WeightType::q4_k, w.data(), K, N, bias.data(), isa, &p);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_GE(p->weight_bytes(), size_t(2) << 20) << "the case should cross a huge page";
+    for (int M : {1, 3}) {
+      std::vector<float> x(size_t(M) * K), y0(size_t(M) * N), y1(size_t(M) * N, NAN);
+      for (float& v : x) v = nd(g);
+      struct alignas(64) Line {
+        char b[64];
+      };
+      std::vector<Line> scratch(std::max(p->scratch_bytes(M), ref->scratch_bytes(M)) / 64 + 1);
+      ASSERT_TRUE(ref->run(x.data(), K, y0.data(), N, M, 1, scratch.data()).ok());
+      for (int threads : {1, 2}) {
+        ASSERT_TRUE(p->run(x.data(), K, y1.data(), N, M, threads, scratch.data()).ok());
+        double big = 0, worst = 0;
+        for (size_t i = 0; i < y0.size(); ++i) big = std::max(big, std::fabs(double(y0[i])));
+        for (size_t i = 0; i < y0.size(); ++i)
+          worst = std::max(worst, std::isnan(y1[i]) ? INFINITY : std::fabs(double(y1[i]) - y0[i]));
+        EXPECT_LE(worst, 1e-5 * big) << kernels::isa_name(isa) << " M " << M << " threads " << threads << " impl "
+                                     << p->implementation(M);
+      }
+    }
+  }
+}
+
 // Weights read from a mapped file: a projection that keeps its own copy (oneDNN's
 // blocked f32 layout, a kernel's repacked panels) releases the mapped pages it copied, so
 // the process does not hold both; its products are bit-identical to the same projection
