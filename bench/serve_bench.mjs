@@ -4,15 +4,20 @@
 // wall second of the process measured (how many cores it actually got):
 //   overhead     one streamed greedy request vs `headwise run` (fresh process) on the
 //                same prompt, threads and KV type, in --pairs back-to-back pairs (order
-//                alternating): the median of the per-pair ratios server/run with its 95%
-//                interval, which says whether the < 3% goal is met, missed or unresolved
+//                alternating; run with the server's GOMP_SPINCOUNT): the median of the
+//                per-pair ratios server/run with its 95% interval, which says whether the
+//                < 3% goal is met, missed or unresolved; and, in CPU time (which the
+//                machine's drift hardly moves), what the server spends per token outside
+//                its compute threads (HTTP + main threads) as a share of run's time per
+//                token, with the client's own CPU per token beside it
 //   ttft         time to first token of a 512-token prompt (streamed, max_tokens 1) next
 //                to `headwise run`'s prefill of the same tokens
 //   concurrency  --clients levels (1/4/16/64), each client streaming one greedy request
 //                (--prompt-len token ids, --gen tokens): aggregate generated tokens/s,
 //                N clients / 1 client, p50/p99 time between a client's tokens, p50 TTFT
 //   llama-server the same sweep against llama.cpp's llama-server and headwise serve on
-//                one GGUF file (--llama-server BIN --gguf FILE): both --threads, f16 KV
+//                each GGUF file (--llama-server BIN --gguf FILES|NAMES; default
+//                llama-134m,gpt2-small, written once by bench/serve_ggufs.py): both --threads, f16 KV
 //                cache, greedy, ignore_eos, the same token-id prompts and max_tokens,
 //                llama-server with as many slots as clients (continuous batching);
 //                aggregate tokens/s of both, the ratio per level, and the ratio at equal
@@ -20,14 +25,18 @@
 // usage: node bench/serve_bench.mjs --headwise build/headwise [--models gpt2-small,llama-134m]
 //        (synthetic names or model files) [--kv-type f32|f16|bf16] [--pairs 10]
 //        [--threads 2] [--repeats 3] [--gen 64] [--prompt-len 32] [--clients 1,4,16,64]
-//        [--only overhead|ttft|concurrency|llama-server]
-//        [--llama-server /tmp/headwise-llama-cpp/build/bin/llama-server --gguf llama-134m-f32.gguf]
-import { spawn, execFile } from 'node:child_process';
+//        [--only overhead|ttft|concurrency|llama-server] [--serve-args "--omp-spin 300000 ..."]
+//        [--llama-server /tmp/headwise-llama-cpp/build/bin/llama-server [--gguf llama-134m,gpt2-small|FILE,...]]
+// Issue 11's rows (1/4/16/64 clients, gpt2-small and llama-134m, both servers), one command:
+//   flock /tmp/bench.lock node bench/serve_bench.mjs --headwise build/headwise --only llama-server \
+//     --llama-server /tmp/headwise-llama-cpp/build/bin/llama-server --gen 64 --repeats 2
+import { spawn, execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import http from 'node:http';
 import { loadavg } from 'node:os';
 
 const opt = { models: 'gpt2-small,llama-134m', threads: '2', repeats: '3', only: '', gen: '64', 'prompt-len': '32',
-              clients: '1,4,16,64', 'llama-server': '', gguf: '', ctx: '256', pairs: '10', 'kv-type': '' };
+              clients: '1,4,16,64', 'llama-server': '', gguf: '', ctx: '256', pairs: '10', 'kv-type': '', 'serve-args': '' };
 for (let i = 2; i < process.argv.length; i += 2) {
   const k = process.argv[i].replace(/^--/, '');
   if (!(k in opt) && k !== 'headwise') { console.error(`serve_bench.mjs: unknown option --${k}`); process.exit(2); }
@@ -36,6 +45,7 @@ for (let i = 2; i < process.argv.length; i += 2) {
 if (!opt.headwise) { console.error('usage: serve_bench.mjs --headwise BIN [...] (see the top of this file)'); process.exit(2); }
 const T = opt.threads, R = Number(opt.repeats), GEN = Number(opt.gen), PLEN = Number(opt['prompt-len']);
 const LEVELS = opt.clients.split(',').map(Number);
+const GGUFS = [];  // [label, file] of the llama-server comparison
 if (opt['llama-server'] || opt.only === 'llama-server') {
   // Checked before anything runs: a missing binary must not cost the other figures' time.
   const bin = opt['llama-server'];
@@ -45,11 +55,17 @@ if (opt['llama-server'] || opt.only === 'llama-server') {
                   'or leave --llama-server out for the headwise-only figures');
     process.exit(2);
   }
-  if (!opt.gguf || !existsSync(opt.gguf)) {
-    console.error(`serve_bench.mjs: --llama-server needs --gguf FILE, a GGUF both servers load (${opt.gguf || 'not given'}); ` +
-                  'e.g. /tmp/hw_compare_llama_cpp/llama-134m/llama-134m-f32.gguf, which bench/compare_llama_cpp.py ' +
-                  'writes, or `headwise convert HF_DIR --vocab ../shared/vocab/ggml-vocab-llama-spm.gguf -o F.gguf`');
-    process.exit(2);
+  // --gguf: files, or the names bench/serve_ggufs.py writes (llama-134m, gpt2-small).
+  for (const g of (opt.gguf || 'llama-134m,gpt2-small').split(',').filter(Boolean)) {
+    if (existsSync(g)) { GGUFS.push([g.replace(/^.*\//, '').replace(/\.gguf$/, ''), g]); continue; }
+    if (!['llama-134m', 'gpt2-small'].includes(g)) {
+      console.error(`serve_bench.mjs: --gguf ${g} is neither a file nor llama-134m / gpt2-small (which ` +
+                    'bench/serve_ggufs.py writes)');
+      process.exit(2);
+    }
+    const out = execFileSync('/usr/bin/python3', [new URL('serve_ggufs.py', import.meta.url).pathname, '--headwise', opt.headwise, g],
+                             { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    GGUFS.push([g, out.trim().split('\n').at(-1).split('=')[1]]);
   }
 }
 
@@ -85,6 +101,22 @@ function computeSwitches(pid) {
   }
   return n;
 }
+// CPU seconds per thread name of `pid`, from /proc/PID/task/TID/schedstat (nanoseconds
+// on the CPU: exact, where /proc/PID/stat counts 10 ms ticks). Names: hw-scheduler (the
+// scheduler thread and its OpenMP workers: the compute), hw-http (HTTP workers: parsing,
+// JSON, socket writes), headwise (the main thread: signals).
+function threadCpu(pid) {
+  const by = {};
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim();
+      by[name] = (by[name] || 0) + Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]) / 1e9;
+    } catch { /* exited */ }
+  }
+  return by;
+}
+// The GOMP_SPINCOUNT a process runs with (headwise serve sets its own: tools/cmd_serve.cpp).
+const spinOf = (pid) => (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((kv) => kv.startsWith('GOMP_SPINCOUNT=')) || '').slice(15);
 const cond = (ms) => `[load ${mr(ms.map((m) => m.la), 1)}, cpu/wall ${mr(ms.map((m) => m.cores), 2)}]`;
 
 // ---- servers ----
@@ -106,7 +138,8 @@ const stopper = (proc) => () => new Promise((r) => { if (proc.exitCode !== null)
 // model: a --synthetic name, or a file path
 async function startHeadwise(model, extra) {
   const src = existsSync(model) ? [model] : ['--synthetic', model];
-  const proc = track(spawn(opt.headwise, ['serve', ...src, '--port', '0', '--threads', T, ...extra], { stdio: ['ignore', 'pipe', 'inherit'] }));
+  const own = opt['serve-args'].split(' ').filter(Boolean);  // e.g. "--omp-spin 300000" for an A/B
+  const proc = track(spawn(opt.headwise, ['serve', ...src, '--port', '0', '--threads', T, ...extra, ...own], { stdio: ['ignore', 'pipe', 'inherit'] }));
   const port = await new Promise((res, rej) => {
     let out = '';
     proc.stdout.on('data', (d) => { out += d; const m = out.match(/127\.0\.0\.1:(\d+)/); if (m) res(Number(m[1])); });
@@ -118,11 +151,11 @@ async function startHeadwise(model, extra) {
 }
 
 let llamaPort = 18000 + (process.pid % 1000) * 10;
-async function startLlamaServer(slots, ctxPerSlot) {
+async function startLlamaServer(gguf, slots, ctxPerSlot) {
   const port = llamaPort++;
   // -np slots with continuous batching (-cb), ctxPerSlot positions each; f16 KV (its
   // default); no prompt cache reuse between requests (the requests say cache_prompt false).
-  const args = ['-m', opt.gguf, '--host', '127.0.0.1', '--port', String(port), '-t', T, '-tb', T,
+  const args = ['-m', gguf, '--host', '127.0.0.1', '--port', String(port), '-t', T, '-tb', T,
                 '-np', String(slots), '-c', String(slots * ctxPerSlot), '-cb', '-b', '2048', '-ub', '512'];
   const proc = track(spawn(opt['llama-server'], args, { stdio: ['ignore', 'ignore', 'pipe'] }));
   let err = '';
@@ -134,46 +167,60 @@ async function startLlamaServer(slots, ctxPerSlot) {
 
 // One streamed completion: the arrival time of every token event and the usage.
 // Without a tokenizer headwise's text is "id\n" per token (one event may carry several
-// when the client reads late); with one, each event with text is one token.
-async function stream(url, prompt, maxTokens, extra = {}) {
+// when the client reads late); with one, each event with text is one token. node:http,
+// not fetch: the client shares the cores with the server it measures, and fetch's web
+// streams cost it ~3x the CPU per event.
+// A connection per request: a kept-alive one that the server closed meanwhile (llama-server
+// does) would fail the next request.
+const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+function stream(url, prompt, maxTokens, extra = {}) {
   const t0 = performance.now();
-  const r = await fetch(`${url}/v1/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true,
-                           stream_options: { include_usage: true }, ...extra }),
-  });
-  if (r.status !== 200) throw new Error(`status ${r.status}: ${await r.text()}`);
-  const times = [];
-  let usage = null, buf = '';
-  const dec = new TextDecoder();
-  for await (const part of r.body) {
-    const now = performance.now();
-    buf += dec.decode(part, { stream: true });
-    let k;
-    while ((k = buf.indexOf('\n\n')) >= 0) {
-      const ev = buf.slice(0, k);
-      buf = buf.slice(k + 2);
-      if (!ev.startsWith('data: ') || ev === 'data: [DONE]') continue;
-      const j = JSON.parse(ev.slice(6));
-      if (j.usage) usage = j.usage;
-      for (const c of j.choices || []) {
-        if (!c.text) continue;
-        const nl = /^(\d+\n)+$/.test(c.text) ? c.text.split('\n').length - 1 : 1;
-        for (let n = 0; n < nl; n++) times.push(now);
+  const body = JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true,
+                                stream_options: { include_usage: true }, ...extra });
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}/v1/completions`, { method: 'POST', agent,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.setEncoding('utf8');
+      if (res.statusCode !== 200) {
+        let text = '';
+        res.on('data', (d) => { text += d; });
+        res.on('end', () => reject(new Error(`status ${res.statusCode}: ${text}`)));
+        return;
       }
-    }
-  }
-  const tokens = usage?.completion_tokens ?? times.length;
-  return { t0, times, tokens };
+      const times = [];
+      let usage = null, buf = '';
+      res.on('data', (part) => {
+        const now = performance.now();
+        buf += part;
+        let k;
+        while ((k = buf.indexOf('\n\n')) >= 0) {
+          const ev = buf.slice(0, k);
+          buf = buf.slice(k + 2);
+          if (!ev.startsWith('data: ') || ev === 'data: [DONE]') continue;
+          const j = JSON.parse(ev.slice(6));
+          if (j.usage) usage = j.usage;
+          for (const c of j.choices || []) {
+            if (!c.text) continue;
+            const nl = /^(\d+\n)+$/.test(c.text) ? c.text.split('\n').length - 1 : 1;
+            for (let n = 0; n < nl; n++) times.push(now);
+          }
+        }
+      });
+      res.on('end', () => resolve({ t0, times, tokens: usage?.completion_tokens ?? times.length }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 // ---- measurements ----
 // model: a --synthetic name, or a file path (a GGUF file, ...)
 const modelArgs = (model) => (existsSync(model) ? [model] : ['--synthetic', model]);
 const kvArgs = () => (opt['kv-type'] ? ['--kv-type', opt['kv-type']] : []);
-function run(model, tokens, steps) {
+function run(model, tokens, steps, env = {}) {
   return new Promise((res, rej) => execFile(opt.headwise, ['run', ...modelArgs(model), '--tokens', tokens.join(','), '-n', String(steps),
-    '--temp', '0', '--threads', T, ...kvArgs()], { maxBuffer: 1 << 24 }, (e, out, err) => {
+    '--temp', '0', '--threads', T, ...kvArgs()], { maxBuffer: 1 << 24, env: { ...process.env, ...env } }, (e, out, err) => {
     if (e) return rej(e);
     const m = err.match(/prompt (\d+) tokens, ([\d.]+) tokens\/s \| generated (\d+) tokens, ([\d.]+) tokens\/s/);
     if (!m) return rej(new Error(`headwise run printed no rates:\n${err}`));
@@ -197,45 +244,67 @@ function medianCI(v, level = 0.95) {
 }
 
 // Server overhead: one streamed greedy request against `headwise run` on the same token
-// ids, threads and KV type, in --pairs pairs taken back to back (which side goes first
-// alternates, so a drift of the machine's speed falls on both sides alike). The figure is
-// the median of the per-pair ratios server/run with its 95% interval: the goal (< 3%
-// slower) is resolved when the interval lies above 0.97 (met) or below it (not met).
-// The server's decode rate is taken between its first and last token events; run's is
-// its own "generated tokens/s" (a fresh process: its first decodes are included).
+// ids, threads, KV type and OpenMP barrier spin (run gets the server's GOMP_SPINCOUNT, so
+// the two differ by the server alone), in --pairs pairs taken back to back (which side
+// goes first alternates, so a drift of the machine's speed falls on both sides alike).
+// The figure is the median of the per-pair ratios server/run with its 95% interval: the
+// goal (< 3% slower) is resolved when the interval lies above 0.97 (met) or below it
+// (not met). The server's decode rate is taken between its first and last token events;
+// run's is its own "generated tokens/s" (a fresh process: its first decodes are included).
+// On a shared machine that wall-time ratio drifts by more than 3% between runs, so the
+// server's own work is also counted in CPU time, which the drift hardly moves: what its
+// HTTP threads (JSON, socket writes, waking on each token) and main thread spend per
+// token, as a share of run's time per token. With every core computing, each of those
+// microseconds takes a core from a compute thread and delays the step by about as much,
+// so that share estimates the server's cost; the client's CPU per token is printed next
+// to it (a cost of any streaming client, not of the server).
 async function overhead(model) {
   const prompt = ids(16, 1), P = Number(opt.pairs);
   const srv = await startHeadwise(model, ['--max-sessions', '1', '--max-context', String(Math.max(256, prompt.length + GEN + 8)), ...kvArgs()]);
+  const spin = spinOf(srv.pid), runEnv = spin ? { GOMP_SPINCOUNT: spin } : {};
   await stream(srv.url, prompt, 4);
-  await run(model, prompt, prompt.length + 4);  // the model file in the page cache for both
-  const s = [], r = [], ratio = [], switches = [];
+  await run(model, prompt, prompt.length + 4, runEnv);  // the model file in the page cache for both
+  const s = [], r = [], ratio = [], switches = [], serverCpu = [], clientCpu = [], share = [];
+  let lastServer = null;
   const serverSide = () => measured(srv.pid, async () => {
-    const c0 = computeSwitches(srv.pid);
+    const c0 = computeSwitches(srv.pid), t0 = threadCpu(srv.pid), u0 = process.cpuUsage();
     const x = await stream(srv.url, prompt, GEN);
+    const t1 = threadCpu(srv.pid), u1 = process.cpuUsage(u0);
     switches.push((computeSwitches(srv.pid) - c0) / x.tokens);
+    const d = (k) => ((t1[k] || 0) - (t0[k] || 0)) / x.tokens * 1e6;  // microseconds per token
+    lastServer = { compute: d('hw-scheduler'), http: d('hw-http') + d('headwise') };
+    serverCpu.push(lastServer);
+    clientCpu.push((u1.user + u1.system) / x.tokens);
     return (x.times.length - 1) / ((x.times.at(-1) - x.times[0]) / 1000);
   });
-  const runSide = () => measured(0, async () => (await run(model, prompt, prompt.length + GEN - 1)).gen_tps);
+  const runSide = () => measured(0, async () => (await run(model, prompt, prompt.length + GEN - 1, runEnv)).gen_tps);
   for (let i = 0; i < P; i++) {
     let a, b;
     if (i % 2 === 0) { a = await serverSide(); b = await runSide(); } else { b = await runSide(); a = await serverSide(); }
     s.push(a);
     r.push(b);
     ratio.push(a.value / b.value);
+    share.push(serverCpu.at(-1).http / (1e6 / b.value));  // HTTP+main CPU per token / run's time per token
   }
   await srv.stop();
   const v = (m) => m.map((x) => x.value);
   const ci = medianCI(ratio), mid = median(ratio);
   const kv = opt['kv-type'] ? `, KV ${opt['kv-type']}` : '';
-  console.log(`overhead ${model}${kv}: one streamed greedy request ${mr(v(s), 2)} tokens/s ${cond(s)}`);
+  const shareCi = medianCI(share);
+  console.log(`overhead ${model}${kv}: one streamed greedy request ${mr(v(s), 2)} tokens/s ${cond(s)} (GOMP_SPINCOUNT ${spin || 'libgomp default'} on both sides)`);
   console.log(`overhead ${model}${kv}: the server's compute threads slept ${mr(switches, 1)} times per token ` +
-              '(voluntary context switches; ~100 would mean OpenMP barriers sleeping, see server.omp_pool)');
+              '(voluntary context switches at OpenMP barriers; see server.omp_spin)');
   console.log(`overhead ${model}${kv}: headwise run (fresh process) ${mr(v(r), 2)} tokens/s ${cond(r)}`);
+  console.log(`overhead ${model}${kv}: server CPU per token: compute threads ${mr(serverCpu.map((x) => x.compute), 0)} us, ` +
+              `HTTP + main threads ${mr(serverCpu.map((x) => x.http), 0)} us; the client (this node process) ${mr(clientCpu, 0)} us`);
+  console.log(`overhead ${model}${kv}: the server's HTTP + main CPU per token / run's time per token: median ` +
+              `${f(mid === undefined ? NaN : median(share) * 100, 2)}% (95% interval ${shareCi ? `${f(shareCi[0] * 100, 2)}-${f(shareCi[1] * 100, 2)}%` : 'n/a'}; ` +
+              `goal < 3%: ${shareCi ? (shareCi[1] < 0.03 ? 'met by this measure' : shareCi[0] >= 0.03 ? 'NOT met by this measure' : 'not resolved') : 'too few pairs'})`);
   const verdict = !ci ? `too few pairs for a 95% interval (--pairs >= 6)`
     : ci[0] >= 0.97 ? 'goal met (the interval lies above 0.97)'
     : ci[1] < 0.97 ? 'goal NOT met (the interval lies below 0.97)'
     : `not resolved: the interval straddles 0.97 (more --pairs, or a quieter machine)`;
-  console.log(`overhead ${model}${kv}: server/run per pair: median ${f(mid, 3)} (${mid <= 1 ? `${f((1 - mid) * 100)}% slower` : `${f((mid - 1) * 100)}% faster`}; goal: < 3% slower), ` +
+  console.log(`overhead ${model}${kv}: server/run wall time per pair: median ${f(mid, 3)} (${mid <= 1 ? `${f((1 - mid) * 100)}% slower` : `${f((mid - 1) * 100)}% faster`}; goal: < 3% slower), ` +
               `95% interval ${ci ? `${f(ci[0], 3)}-${f(ci[1], 3)}` : 'n/a'}, range ${f(Math.min(...ratio), 3)}-${f(Math.max(...ratio), 3)} ` +
               `over ${P} pairs: ${verdict}`);
 }
@@ -319,21 +388,21 @@ function atP99(rows, p) {
   return pts.length === 1 && pts[0][0] === p ? pts[0][1] : undefined;
 }
 
-async function llamaServer() {
+async function llamaServer(label, gguf) {
   const top = Math.max(...LEVELS);
   const ctx = Number(opt.ctx);
   const extra = { ignore_eos: true, cache_prompt: false };
-  console.log(`llama-server comparison on ${opt.gguf}: ${T} threads, f16 KV cache, ${PLEN}-token prompts (ids), ` +
+  console.log(`llama-server comparison on ${gguf}: ${T} threads, f16 KV cache, ${PLEN}-token prompts (ids), ` +
               `${GEN} tokens each, greedy, ignore_eos; ${R} rounds per level`);
-  const hw = await sweep('headwise serve', async () => {
-    const s = await startHeadwise(opt.gguf, ['--max-sessions', String(top), '--queue', String(top), '--max-context', String(ctx), '--kv-type', 'f16']);
+  const hw = await sweep(`headwise serve ${label}`, async () => {
+    const s = await startHeadwise(gguf, ['--max-sessions', String(top), '--queue', String(top), '--max-context', String(ctx), '--kv-type', 'f16']);
     s.shared = true;
     return s;
   }, extra);
-  const lc = await sweep('llama-server  ', (clients) => startLlamaServer(clients, ctx), extra);
+  const lc = await sweep(`llama-server   ${label}`, (clients) => startLlamaServer(gguf, clients, ctx), extra);
   for (let i = 0; i < hw.length; i++) {
     const h = hw[i], l = lc[i], eq = atP99(lc, h.p99);
-    console.log(`ratio ${String(h.clients).padStart(2)} clients: headwise/llama-server aggregate ${f(median(h.tps) / median(l.tps), 2)} ` +
+    console.log(`ratio ${label} ${String(h.clients).padStart(2)} clients: headwise/llama-server aggregate ${f(median(h.tps) / median(l.tps), 2)} ` +
                 `(p99 ${f(h.p99)} vs ${f(l.p99)} ms); at headwise's p99 ${f(h.p99)} ms llama-server gives ` +
                 (eq === undefined ? 'n/a (outside its measured p99 range)' : `${f(eq)} tokens/s: ratio ${f(median(h.tps) / eq, 2)} (goal >= 1.2)`));
   }
@@ -346,4 +415,4 @@ for (const model of opt.models.split(',').filter(Boolean)) {
   if (want('ttft')) await ttft(model);
   if (want('concurrency')) await concurrency(model);
 }
-if (want('llama-server')) await llamaServer();
+if (want('llama-server')) for (const [label, gguf] of GGUFS) await llamaServer(label, gguf);

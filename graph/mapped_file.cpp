@@ -67,15 +67,30 @@ MappedFile::~MappedFile() {
   ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-size_t MappedFile::release_resident(const void* p, size_t n) {
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
-  if (p == nullptr || n == 0 || end < begin) return 0;
-  std::lock_guard<std::mutex> lock(live_mutex());
+namespace {
+
+// Whether [begin, end) lies inside a live mapping; the caller holds live_mutex().
+bool inside_live(uintptr_t begin, uintptr_t end) {
+  if (begin == 0 || end <= begin) return false;
   const auto& live = live_mappings();
   auto it = live.upper_bound(begin);
-  if (it == live.begin()) return 0;
-  --it;  // the mapping starting at or before p
-  if (end > it->first + it->second) return 0;
+  if (it == live.begin()) return false;
+  --it;  // the mapping starting at or before begin
+  return end <= it->first + it->second;
+}
+
+}  // namespace
+
+bool MappedFile::holds(const void* p, size_t n) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(live_mutex());
+  return inside_live(begin, begin + n);
+}
+
+size_t MappedFile::release_resident(const void* p, size_t n) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
+  std::lock_guard<std::mutex> lock(live_mutex());
+  if (!inside_live(begin, end)) return 0;
   // Whole pages only: a page shared with a neighbouring tensor still in use is kept.
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;

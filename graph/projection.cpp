@@ -120,7 +120,7 @@ struct Projection::Onednn {
     std::string impl;
   };
   memory::desc wmd;   // the blocked layout
-  memory weights;     // reordered; f32: in the projection's mapping (repacked_), bf16: owned by oneDNN
+  memory weights;     // reordered, owned by oneDNN
   memory bias;        // (1, N) or empty
   std::vector<Class> classes;  // ascending rows
   bool bf16 = false;  // bf16 weights and inputs (inputs rounded into staging per call)
@@ -145,14 +145,14 @@ Status Projection::create_f32(const float* w, int K, int N, int64_t stride_k, in
     // Reorder from the caller's strided layout into the blocked one.
     const memory::desc given({K, N}, dt::f32, memory::dims{stride_k, stride_n});
     memory src(given, cpu_engine(), const_cast<float*>(w));
-    // In a mapping of its own, huge pages from 2 MiB up (map_weights): decode streams it.
+    // In the projection's own mapping (huge pages: decode streams it once per token).
     size_t mapped = 0;
     void* mem = map_weights(d.wmd.get_size(), &mapped);
     if (!mem)
       return Status(StatusCode::out_of_memory, "could not allocate " + std::to_string(d.wmd.get_size()) +
-                                                  " bytes for the packed " + std::to_string(K) + "x" +
-                                                  std::to_string(N) + " weights");
-    p->repacked_ = {mem, mapped};
+                                                   " bytes for the packed " + std::to_string(K) + "x" +
+                                                   std::to_string(N) + " f32 weights");
+    p->own_ = {mem, mapped};
     d.weights = memory(d.wmd, cpu_engine(), mem);
     dnnl::stream s(cpu_engine());
     dnnl::reorder(src, d.weights).execute(s, src, d.weights);
@@ -217,25 +217,13 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
   if (p->small_->impl->repack) {
     const Status s = p->repack_weights();
     if (!s.ok()) return s;
-  }
-  if (type == kernels::WeightType::bf16 && isa == kernels::Isa::avx512 && kernels::quant::cpu_has_avx512_vnni_bf16()) {
-    const Status s = p->prepare_bf16_onednn(static_cast<const uint16_t*>(w));
+  } else if (MappedFile::holds(w, p->weight_bytes_)) {
+    const Status s = p->copy_mapped_rows();
     if (!s.ok()) return s;
   }
-  // A kernel that reads the rows as stored (F16/BF16 decode) streams them once per token
-  // too: from 2 MiB up they are copied once into a huge-page mapping (map_weights), and the
-  // mapped pages released, as for a repacked copy (the file's page cache is 4 KiB pages).
-  if (!pw.repacked && p->weight_bytes_ >= kHugePage) {
-    size_t mapped = 0;
-    void* mem = map_weights(p->weight_bytes_, &mapped);
-    if (!mem)
-      return Status(StatusCode::out_of_memory, "could not allocate " + std::to_string(p->weight_bytes_) +
-                                                  " bytes for a copy of the " + std::to_string(K) + "x" +
-                                                  std::to_string(N) + " weights");
-    p->repacked_ = {mem, mapped};
-    std::memcpy(mem, w, p->weight_bytes_);
-    MappedFile::release_resident(w, p->weight_bytes_);
-    pw.data = mem;
+  if (type == kernels::WeightType::bf16 && isa == kernels::Isa::avx512 && kernels::quant::cpu_has_avx512_vnni_bf16()) {
+    const Status s = p->prepare_bf16_onednn(static_cast<const uint16_t*>(pw.data));
+    if (!s.ok()) return s;
   }
   *out = std::move(p);
   return Status::Ok();
@@ -257,7 +245,7 @@ Status Projection::repack_weights() {
     return Status(StatusCode::out_of_memory, "could not allocate " + std::to_string(bytes) +
                                                       " bytes for the repacked " + std::to_string(K_) + "x" +
                                                       std::to_string(N_) + " weights of " + impl.name);
-  repacked_ = {mem, mapped};
+  own_ = {mem, mapped};
   const int64_t groups = (N_ + G - 1) / G;
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < groups; ++g) impl.repack(packed_, g * G, std::min<int64_t>(N_, (g + 1) * G), mem);
@@ -265,6 +253,32 @@ Status Projection::repack_weights() {
   packed_.data = mem;
   packed_.repacked = true;
   weight_bytes_ = bytes;
+  return Status::Ok();
+}
+
+// Rows a kernel reads as stored (f16, bf16; the scalar entries of the block types), when
+// they lie in a file mapping: copied into the projection's own mapping, whose huge pages
+// decode streams without a TLB miss every 4 KiB (the file's page-cache pages are 4 KiB),
+// and the file's pages released as repack_weights() releases them. Rows in memory the
+// caller owns (heap, an embedder's buffer) are read in place: a copy would double them.
+Status Projection::copy_mapped_rows() {
+  const size_t bytes = size_t(packed_.row_bytes) * N_;
+  size_t mapped = 0;
+  void* mem = map_weights(bytes, &mapped);
+  if (!mem)
+    return Status(StatusCode::out_of_memory, "could not allocate " + std::to_string(bytes) + " bytes for the " +
+                                                 std::to_string(K_) + "x" + std::to_string(N_) + " " +
+                                                 kernels::weight_type_name(packed_.type) + " weights");
+  own_ = {mem, mapped};
+  const int64_t chunks = int64_t((bytes + (size_t(1) << 20) - 1) >> 20);
+  const auto* src = static_cast<const uint8_t*>(packed_.data);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t at = size_t(c) << 20;
+    std::memcpy(static_cast<uint8_t*>(mem) + at, src + at, std::min(bytes - at, size_t(1) << 20));
+  }
+  MappedFile::release_resident(packed_.data, bytes);
+  packed_.data = mem;
   return Status::Ok();
 }
 
@@ -277,14 +291,13 @@ Status Projection::repack_weights() {
 // prefill_projection/bf16).
 //
 // The packed copy is used for every row count it has a class for; fewer rows (decode)
-// still read the mapped weights with the registry GEMV: decode is bound by the bytes it
+// still read the stored rows with the registry GEMV: decode is bound by the bytes it
 // streams, the packed copy has the same bytes (2 per weight), and the GEMV already
 // streams them at the read bandwidth (quant_bench decode_projection/bf16), so reading
 // the copy instead could not be faster (measured: oneDNN's 1-row bf16 matmul on the
 // copy, K 4096 × N 8192, took the same time as the GEMV within the noise of a loaded
-// machine). Memory: the copy is K·N·2 bytes more for the
-// model's life (allocated, not mapped); the mapped pages are read once here (the
-// reorder) and then only by decode. A oneDNN without a bf16 brgemm on this CPU (a
+// machine). Memory: the packed copy is K·N·2 bytes more for the model's life, next to
+// the rows decode reads (copied out of a file mapping by copy_mapped_rows). A oneDNN without a bf16 brgemm on this CPU (a
 // reference implementation) is not used: the registry kernel is faster than that.
 // F16 weights stay on their registry kernel in prefill too: oneDNN 2.6 has no f16
 // matmul on this CPU, and converting them to bf16 would change the values.

@@ -73,14 +73,15 @@ class Projection {
   size_t staging_bytes(int rows) const;
   Status prepare_bf16_onednn(const uint16_t* w);  // BF16 prefill (see projection.cpp)
   Status repack_weights();                         // the small kernel's own layout (see projection.cpp)
+  Status copy_mapped_rows();                       // stored rows out of a file mapping (ditto)
 
   int K_ = 0, N_ = 0;
   size_t weight_bytes_ = 0;
   kernels::PackedWeights packed_;
-  // The weights decode streams, when the projection keeps a copy: the small kernel's own
-  // layout of typed weights (LinearKernelImpl::repack), F16/BF16 rows as stored from 2 MiB
-  // up, or f32's oneDNN blocked layout. An anonymous mapping of `bytes` (huge pages where it
-  // can, see projection.cpp); declared before dnn_, so it outlives oneDNN's view of it.
+  // The projection's own copy of its weights, an anonymous mapping of `bytes` (huge pages
+  // where it can, see projection.cpp): the small kernel's repacked layout
+  // (LinearKernelImpl::repack), oneDNN's blocked f32 layout, or 16-bit rows copied out of a
+  // file mapping.
   struct Mapping {
     void* p = nullptr;
     size_t bytes = 0;
@@ -95,7 +96,7 @@ class Projection {
     }
     ~Mapping();
   };
-  Mapping repacked_;
+  Mapping own_;
   const float* bias_ = nullptr;            // N floats, or null
   std::vector<float> bias_copy_;           // typed projections own their bias copy
   const kernels::LinearKernel* small_ = nullptr;  // registry kernel, or null

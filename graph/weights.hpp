@@ -61,6 +61,8 @@ class MappedFile {
   // mapping is private and never written. Any other range (heap memory, whose contents
   // MADV_DONTNEED would zero) is left alone. Returns the bytes released.
   static size_t release_resident(const void* p, size_t n);
+  // True when [p, p + n) lies inside a live MappedFile.
+  static bool holds(const void* p, size_t n);
 
  private:
   MappedFile() = default;

@@ -1,5 +1,7 @@
 #include "server/metrics.hpp"
 
+#include <algorithm>
+
 #include <cstdio>
 
 namespace headwise::server {
@@ -50,7 +52,8 @@ void Histogram::render(const std::string& name, std::string* out) const {
 Metrics::Metrics()
     : ttft_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}),
       token_latency_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}),
-      batch_({1, 2, 4, 8, 16, 32, 64, 128}) {}
+      batch_({1, 2, 4, 8, 16, 32, 64, 128}),
+      prompt_while_decoding_({8, 16, 32, 64, 128, 256, 512}) {}
 
 void Metrics::count_request(const std::string& endpoint, int status) {
   std::lock_guard<std::mutex> l(mu_);
@@ -76,6 +79,17 @@ void Metrics::observe_token_latency(double s) {
 void Metrics::observe_batch(int sequences) {
   std::lock_guard<std::mutex> l(mu_);
   batch_.observe(sequences);
+}
+
+void Metrics::observe_prompt_tokens_while_decoding(int tokens) {
+  std::lock_guard<std::mutex> l(mu_);
+  prompt_while_decoding_.observe(tokens);
+  max_prompt_while_decoding_ = std::max(max_prompt_while_decoding_, tokens);
+}
+
+int Metrics::max_prompt_tokens_while_decoding() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return max_prompt_while_decoding_;
 }
 
 void Metrics::count_cancelled() {
@@ -111,6 +125,9 @@ std::string Metrics::render(int queue_length, int active_sessions, int max_sessi
   token_latency_.render("headwise_token_latency_seconds", &o);
   family(&o, "headwise_decode_batch_size", "histogram", "Sequences advanced together by one decode step.");
   batch_.render("headwise_decode_batch_size", &o);
+  family(&o, "headwise_step_prompt_tokens_while_decoding", "histogram",
+         "Prompt tokens prefilled by a step that also advanced decoding sequences.");
+  prompt_while_decoding_.render("headwise_step_prompt_tokens_while_decoding", &o);
   return o;
 }
 

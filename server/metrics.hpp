@@ -36,19 +36,24 @@ class Metrics {
   void observe_ttft(double seconds);
   void observe_token_latency(double seconds);
   void observe_batch(int sequences);  // one decode_batch step of this many sequences
+  // Prompt tokens prefilled by a step that also advanced decoding sequences: what
+  // lengthens those sequences' gap between tokens (--prefill-chunk-decoding bounds it).
+  void observe_prompt_tokens_while_decoding(int tokens);
   void count_cancelled();
   // Gauges read at scrape time.
   std::string render(int queue_length, int active_sessions, int max_sessions) const;
 
   // For tests and the exit summary.
   uint64_t requests(int status) const;
+  int max_prompt_tokens_while_decoding() const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
   uint64_t cancelled_ = 0;
-  Histogram ttft_, token_latency_, batch_;
+  Histogram ttft_, token_latency_, batch_, prompt_while_decoding_;
+  int max_prompt_while_decoding_ = 0;
 };
 
 }  // namespace headwise::server

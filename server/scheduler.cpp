@@ -258,7 +258,10 @@ void Scheduler::loop() {
     tokens.clear();
     counts.clear();
     which.clear();
-    int budget = opt_.prefill_chunk, decoding = 0;
+    int decoding = 0;
+    const bool any_decoding = std::any_of(running.begin(), running.end(), [](const Seq& s) { return s.decoding; });
+    int budget = any_decoding && opt_.decode_prefill_chunk > 0 ? std::min(opt_.prefill_chunk, opt_.decode_prefill_chunk)
+                                                                : opt_.prefill_chunk;
     for (size_t i = 0; i < running.size(); ++i) {
       Seq& s = running[i];
       int k = 1;
@@ -276,7 +279,11 @@ void Scheduler::loop() {
       which.push_back(i);
     }
     if (batch.empty()) continue;
-    if (decoding > 0) metrics_->observe_batch(decoding);
+    if (decoding > 0) {
+      metrics_->observe_batch(decoding);
+      const int prompt = static_cast<int>(tokens.size()) - decoding;
+      if (prompt > 0) metrics_->observe_prompt_tokens_while_decoding(prompt);
+    }
     const Status st = Session::step_batch(batch.data(), tokens.data(), counts.data(), static_cast<int>(batch.size()),
                                           opt_.threads);
     // 3. Sample a token for every sequence with logits to sample from (decoding, or its

@@ -122,9 +122,7 @@ TEST(Projection, NeverTheReferenceMatmul) {
 // reference of the bf16 weights times the inputs rounded to bf16 as both paths round
 // them. Products of two bf16 are exact in fp32, so only the fp32 sums differ: the bound
 // is the f32 test's, 1e-6·Σ|terms|·√K.
-// scribble: the stored weights are overwritten with NaN once the projection is made (a
-// projection that copied them must not read them again).
-void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa, bool scribble = false) {
+void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa) {
   namespace q = kernels::quant;
   std::mt19937 g(M * 17 + K * 3 + N);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -133,10 +131,8 @@ void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa, bool scri
   for (uint16_t& v : w) v = q::f32_to_bf16(u(g));
   for (float& v : b) v = u(g);
   std::unique_ptr<Projection> pl;
-  std::vector<uint16_t> stored = w;  // what the projection is made from; the reference reads w
-  Status s = Projection::create_typed(kernels::WeightType::bf16, stored.data(), K, N, bias ? b.data() : nullptr, isa, &pl);
+  Status s = Projection::create_typed(kernels::WeightType::bf16, w.data(), K, N, bias ? b.data() : nullptr, isa, &pl);
   ASSERT_TRUE(s.ok()) << s.message();
-  if (scribble) std::fill(stored.begin(), stored.end(), uint16_t(0x7FC0));
   const bool onednn = isa == Isa::avx512 && q::cpu_has_avx512_vnni_bf16();
   if (M >= Projection::kMinClassRows) {
     EXPECT_EQ(pl->implementation(M).find("oneDNN") != std::string::npos, onednn) << pl->implementation(M);
@@ -177,13 +173,6 @@ TEST(Projection, Bf16WeightsMatchReferenceAroundTheClassEdges) {
     for (int M : {1, 15, 16, 17, 33, 100, Projection::kMaxBf16ClassRows + 37})
       for (auto [K, N] : {std::pair{64, 17}, {200, 130}})
         for (bool strided : {false, true}) check_bf16(M, K, N, /*bias=*/M % 2 == 1, strided, isa);
-}
-
-// BF16 rows as stored, 2.25 MB: decode's kernel reads them from the projection's own copy
-// in a huge-page mapping (graph/projection.cpp), so the stored rows can go (scribbled).
-TEST(Projection, Bf16RowsCopiedFromTwoMiBUpMatchReference) {
-  for (Isa isa : usable_isas())
-    for (int M : {1, 3, 16}) check_bf16(M, 1024, 1100, /*bias=*/true, /*strided=*/false, isa, /*scribble=*/true);
 }
 
 // Typed weights repacked at load (Q4_K's 8-row panels) into their own mapping, here
@@ -238,11 +227,11 @@ TEST(Projection, RepackedTypedWeightsInTheirMappingMatchTheStoredRows) {
   }
 }
 
-// Weights read from a mapped file: a projection that keeps its own copy (oneDNN's
-// blocked f32 layout, a kernel's repacked panels) releases the mapped pages it copied, so
-// the process does not hold both; its products are bit-identical to the same projection
-// made from heap memory (the bytes it copied were the file's). The scalar Q8_0 kernel
-// reads the stored rows on every call, so its pages stay.
+// Weights read from a mapped file: a projection keeps its own copy (oneDNN's blocked f32
+// layout, a kernel's repacked panels, or the stored rows copied out: bf16, scalar Q8_0)
+// and releases the mapped pages it copied, so the process does not hold both; its
+// products are bit-identical to the same projection made from heap memory (the bytes it
+// copied were the file's).
 TEST(Projection, CopiesOfMappedWeightsReleaseTheirPages) {
   namespace q = kernels::quant;
   const int K = 256, N = 256, M = 3;
@@ -257,31 +246,38 @@ TEST(Projection, CopiesOfMappedWeightsReleaseTheirPages) {
   for (int n = 0; n < N; ++n) ti.quantize(wf.data() + size_t(n) * K, &q8[size_t(n) * rb], K);
   ASSERT_EQ(q8.size() % size_t(::sysconf(_SC_PAGESIZE)), 0u) << "whole pages, so all are released";
 
+  std::vector<uint16_t> bf(wf.size());
+  for (size_t i = 0; i < wf.size(); ++i) bf[i] = q::f32_to_bf16(wf[i]);
+
   test::TempDir dir;
+  test::spit(dir.file("bf16.bin"), std::string(reinterpret_cast<const char*>(bf.data()), bf.size() * 2));
   test::spit(dir.file("q8_0.bin"), q8);
   test::spit(dir.file("f32.bin"), std::string(reinterpret_cast<const char*>(wf.data()), wf.size() * 4));
   for (Isa isa : usable_isas()) {
-    std::unique_ptr<MappedFile> mq, mf;
+    std::unique_ptr<MappedFile> mq, mf, mb;
     HW_ASSERT_OK(MappedFile::open(dir.file("q8_0.bin"), &mq));
     HW_ASSERT_OK(MappedFile::open(dir.file("f32.bin"), &mf));
-    for (const auto* m : {mq.get(), mf.get()}) {
+    HW_ASSERT_OK(MappedFile::open(dir.file("bf16.bin"), &mb));
+    for (const auto* m : {mq.get(), mf.get(), mb.get()}) {
       unsigned sum = 0;
       for (size_t i = 0; i < m->size(); i += 4096) sum += m->data()[i];  // fault the pages in
       ASSERT_EQ(test::resident_bytes_of_mapping(m->data()), int64_t(m->size())) << sum;
     }
-    std::unique_ptr<Projection> pq, pq_heap, pf, pf_heap;
+    std::unique_ptr<Projection> pq, pq_heap, pf, pf_heap, pb, pb_heap;
+    HW_ASSERT_OK(Projection::create_typed(kernels::WeightType::bf16, mb->data(), K, N, nullptr, isa, &pb));
+    HW_ASSERT_OK(Projection::create_typed(kernels::WeightType::bf16, bf.data(), K, N, nullptr, isa, &pb_heap));
     HW_ASSERT_OK(Projection::create_typed(kernels::WeightType::q8_0, mq->data(), K, N, nullptr, isa, &pq));
     HW_ASSERT_OK(Projection::create_typed(kernels::WeightType::q8_0, q8.data(), K, N, nullptr, isa, &pq_heap));
     HW_ASSERT_OK(Projection::create_f32(reinterpret_cast<const float*>(mf->data()), K, N, 1, K, nullptr, isa, &pf));
     HW_ASSERT_OK(Projection::create_f32(wf.data(), K, N, 1, K, nullptr, isa, &pf_heap));
-    const bool repacked = isa != Isa::scalar;  // every x86 Q8_0 entry repacks (interleave_x86.hpp)
-    EXPECT_EQ(test::resident_bytes_of_mapping(mq->data()), repacked ? 0 : int64_t(q8.size()))
-        << kernels::isa_name(isa) << " " << pq->implementation(1);
+    // Repacked (x86 Q8_0), packed by oneDNN (f32) or copied as stored (bf16, scalar Q8_0).
+    EXPECT_EQ(test::resident_bytes_of_mapping(mq->data()), 0) << kernels::isa_name(isa) << " " << pq->implementation(1);
     EXPECT_EQ(test::resident_bytes_of_mapping(mf->data()), 0) << kernels::isa_name(isa);
+    EXPECT_EQ(test::resident_bytes_of_mapping(mb->data()), 0) << kernels::isa_name(isa);
     struct alignas(64) Line {
       char b[64];
     };
-    for (auto [a, b] : {std::pair{pq.get(), pq_heap.get()}, {pf.get(), pf_heap.get()}}) {
+    for (auto [a, b] : {std::pair{pq.get(), pq_heap.get()}, {pf.get(), pf_heap.get()}, {pb.get(), pb_heap.get()}}) {
       std::vector<Line> scratch(std::max(a->scratch_bytes(M), b->scratch_bytes(M)) / 64 + 1);
       std::vector<float> ya(size_t(M) * N, NAN), yb(size_t(M) * N, NAN);
       HW_ASSERT_OK(a->run(x.data(), K, ya.data(), N, M, 1, scratch.data()));

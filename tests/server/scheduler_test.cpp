@@ -97,6 +97,34 @@ TEST(Scheduler, BatchedAndChunkedEqualsAlone) {
   EXPECT_EQ(sched.queued(), 0);
 }
 
+// A prompt that arrives while another sequence decodes is prefilled at most
+// decode_prefill_chunk tokens per step (that sequence's gap between tokens grows by one
+// such chunk per step, not by prefill_chunk's), and both results stay those alone.
+// Structural: the largest number of prompt tokens any step prefilled next to a decode.
+TEST(Scheduler, PromptChunksWhileDecodingAreBounded) {
+  Metrics metrics;
+  SchedulerOptions o = batching(2, 1, 64);
+  o.decode_prefill_chunk = 5;
+  Scheduler sched(tiny(), o, &metrics);
+  ASSERT_TRUE(sched.start().ok());
+  auto a = job("a", 150);
+  a->sampling.ignore_eos = true;  // still decoding when b arrives
+  ASSERT_EQ(sched.submit(a), Scheduler::Admit::ok);
+  {
+    std::unique_lock<std::mutex> l(a->mu);
+    a->cv.wait(l, [&] { return !a->chunks.empty() || a->finished; });
+    ASSERT_FALSE(a->finished);
+  }
+  auto b = job("once upon a time in a land far away there lived a cat named bob", 6);
+  ASSERT_GT(b->prompt.size(), 20u);
+  ASSERT_EQ(sched.submit(b), Scheduler::Admit::ok);
+  const std::string got_b = collect(*b), got_a = collect(*a);
+  EXPECT_EQ(got_b, alone(b->prompt, 6, o.end_tokens).first);
+  EXPECT_EQ(a->completion_tokens, 150);
+  EXPECT_GT(metrics.max_prompt_tokens_while_decoding(), 0) << "b was never prefilled next to a's decode";
+  EXPECT_LE(metrics.max_prompt_tokens_while_decoding(), 5);
+}
+
 // Seeded sampling at temperature > 0 while sequences share steps (and are sampled in
 // parallel over 2 threads) gives each job what its seed gives alone.
 TEST(Scheduler, SeededSamplingBatchedEqualsAlone) {
