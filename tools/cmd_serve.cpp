@@ -108,7 +108,7 @@ void usage(std::FILE* f) {
       "  --model-name NAME    the model id clients send (default: the file's name)\n"
       "  --http-threads N     HTTP worker threads (default: sessions + queue + 16)\n"
       "  --omp-spin N         times an OpenMP thread polls at a barrier before it sleeps\n"
-      "                       (GOMP_SPINCOUNT; default %d: ~20 us on a Zen 5 core, more\n"
+      "                       (GOMP_SPINCOUNT; default %d: ~20 us on this project's EPYC, more\n"
       "                       where PAUSE is slower; applied unless GOMP_SPINCOUNT or\n"
       "                       OMP_WAIT_POLICY is set; libgomp's\n"
       "                       own default is 300000, ~6 ms: see the note in cmd_serve.cpp)\n",
