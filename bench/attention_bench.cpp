@@ -1,14 +1,15 @@
-// attention_bench — headwise::attention() on the five shapes, once per ISA this
-// CPU has, at the thread count of HEADWISE_THREADS (default: omp_get_max_threads()).
+// attention_bench — headwise::attention() on the five shapes and four GQA decode
+// shapes (f16, bf16 and fp32 caches), once per ISA this CPU has, at the thread count of
+// HEADWISE_THREADS (default: omp_get_max_threads()).
 //
 // Counters (rates use wall time: UseRealTime):
 //   flops     achieved FLOP/s (printed as e.g. "512G/s" = 512 GFLOP/s)
 //   pct_peak  flops as a percentage of this machine's fp32 FMA peak for that ISA at that
 //             thread count, measured once at startup with headwise::measure_peak
-//   kv_read   decode only: K/V bytes read per second (GB/s)
+//   kv_read   decode only: K/V bytes read per second (GB/s), at the shape's cache type
 //   pct_bw    decode only: kv_read as a percentage of the measured read bandwidth
 // FLOPs: causal prefill 2·B·Hq·Dh·T·(T+1); non-causal 4·B·Hq·Dh·Tq·Tk;
-//        one decode token 4·B·Hq·Dh·Tk.  K/V bytes: 2·B·Tk·Hkv·Dh·4.
+//        one decode token 4·B·Hq·Dh·Tk.  K/V bytes: 2·B·Tk·Hkv·Dh·(4 or 2).
 //
 // Median of repeats: attention_bench --benchmark_repetitions=10
 //                                    --benchmark_report_aggregates_only=true
@@ -27,6 +28,7 @@
 #include "bench/probe/peak.hpp"
 #include "kernels/attention/attention.hpp"
 #include "kernels/dispatch.hpp"
+#include "kernels/simd/half.hpp"
 #include "tools/random_tensor.hpp"
 
 namespace {
@@ -37,17 +39,21 @@ struct Shape {
   const char* id;
   int batch, q_len, kv_len, q_heads, kv_heads, head_dim;
   bool causal;
+  headwise::KvType kv_type = headwise::KvType::f32;
 
   bool decode() const { return q_len == 1; }
   double flops() const {
     return headwise::kernels::attention_flops(batch, q_heads, head_dim, q_len, kv_len, causal);
   }
-  double kv_bytes() const { return 2.0 * batch * kv_len * kv_heads * head_dim * sizeof(float); }
+  double kv_bytes() const {
+    return 2.0 * batch * kv_len * kv_heads * head_dim * headwise::kv_type_bytes(kv_type);
+  }
   std::string name() const {
     return std::string(id) + "_b" + std::to_string(batch) + "_q" + std::to_string(q_len) +
            "_k" + std::to_string(kv_len) + "_h" + std::to_string(q_heads) + "_kv" +
            std::to_string(kv_heads) + "_d" + std::to_string(head_dim) +
-           (causal ? "_causal" : "_full");
+           (causal ? "_causal" : "_full") +
+           (kv_type == headwise::KvType::f32 ? "" : std::string("_") + headwise::kv_type_name(kv_type));
   }
 };
 
@@ -58,6 +64,12 @@ const Shape kShapes[] = {
     {"S3", 8, 256, 256, 12, 12, 64, true},
     {"S4", 1, 1, 2048, 32, 32, 128, true},
     {"S5", 1, 2048, 2048, 32, 8, 128, true},
+    // Decode with grouped-query attention over a cache of each type: llama-1b-like's
+    // layer (32 query heads over 8 KV heads, head_dim 64) at depth 512 and 2048.
+    {"G1", 1, 1, 512, 32, 8, 64, true, headwise::KvType::f16},
+    {"G2", 1, 1, 2048, 32, 8, 64, true, headwise::KvType::f16},
+    {"G3", 1, 1, 2048, 32, 8, 64, true, headwise::KvType::bf16},
+    {"G4", 1, 1, 2048, 32, 8, 64, true, headwise::KvType::f32},
 };
 
 using headwise::tools::random_tensor;
@@ -78,7 +90,18 @@ Buffer random_buffer(size_t n, uint64_t seed) {
 struct Tensors {
   const Shape* shape = nullptr;
   Buffer q, k, v, o;
+  std::vector<uint16_t> k16, v16;  // K and V rounded to the shape's 16-bit cache type
+  const void* kd() const { return k16.empty() ? static_cast<const void*>(k.get()) : k16.data(); }
+  const void* vd() const { return v16.empty() ? static_cast<const void*>(v.get()) : v16.data(); }
 };
+
+std::vector<uint16_t> rounded(const float* x, size_t n, headwise::KvType t) {
+  std::vector<uint16_t> h(n);
+  for (size_t i = 0; i < n; ++i)
+    h[i] = t == headwise::KvType::f16 ? headwise::kernels::f32_to_f16(x[i])
+                                      : headwise::kernels::f32_to_bf16(x[i]);
+  return h;
+}
 
 Tensors& tensors_for(const Shape& s) {
   static Tensors t;
@@ -90,6 +113,10 @@ Tensors& tensors_for(const Shape& s) {
     t.k = random_buffer(kv, 2);
     t.v = random_buffer(kv, 3);
     t.o = random_buffer(qo, 4);
+    if (s.kv_type != headwise::KvType::f32) {
+      t.k16 = rounded(t.k.get(), kv, s.kv_type);
+      t.v16 = rounded(t.v.get(), kv, s.kv_type);
+    }
     t.shape = &s;
   }
   return t;
@@ -113,9 +140,12 @@ void run_shape(benchmark::State& state, const Shape& s, Isa isa) {
   a.head_dim = s.head_dim;
   a.causal = s.causal;
   a.threads = g_threads;
+  a.kv_type = s.kv_type;
   const auto q = headwise::packed_input(t.q.get(), s.q_len, s.q_heads, s.head_dim);
-  const auto k = headwise::packed_input(t.k.get(), s.kv_len, s.kv_heads, s.head_dim);
-  const auto v = headwise::packed_input(t.v.get(), s.kv_len, s.kv_heads, s.head_dim);
+  const auto kp = headwise::packed_input(t.k.get(), s.kv_len, s.kv_heads, s.head_dim);
+  const auto vp = headwise::packed_input(t.v.get(), s.kv_len, s.kv_heads, s.head_dim);
+  const headwise::AttnKvInput k(t.kd(), kp.batch_stride, kp.pos_stride, kp.head_stride);
+  const headwise::AttnKvInput v(t.vd(), vp.batch_stride, vp.pos_stride, vp.head_stride);
   const auto o = headwise::packed_output(t.o.get(), s.q_len, s.q_heads, s.head_dim);
 
   // One untimed call: sizes the workspace and catches validation errors.

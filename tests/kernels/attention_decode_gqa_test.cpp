@@ -1,0 +1,75 @@
+// Decode with grouped-query attention on every line of the kernel list (attention.inc)
+// whose ISA the CPU has: the decode body takes the q_len·G query rows of a KV head
+// together, in row blocks of 8/4/2/1, and widens each K/V vector once for the block.
+// This checks the bookkeeping that introduces: G = 1, 2, 3, 4, 7, 8 (blocks of every
+// size and their remainders), a llama-1b-like 32/8 layout, several query positions per
+// sequence (multi-row decode: causal rows of one block see different keys), cache
+// lengths 1, kv_tile ± 1, several tiles and a long odd one, head_dim with and without a
+// vector tail, f32/f16/bf16 caches, 1–3 threads (one chunk or split keys), against the
+// float64 reference on the same rounded K/V.
+// Tolerance: max abs error ≤ 1e-5 · max|V| (kRelTol, attention_cases.hpp): the inputs are
+// identical, only fp32 summation order and the exp2 polynomial differ.
+#include <sstream>
+
+#include "tests/kernels/attention_cases.hpp"
+
+namespace headwise::test {
+namespace {
+
+struct GqaCase {
+  int B, Tq, Hq, Hkv, D;
+};
+
+std::string name_of(const GqaCase& c) {
+  std::ostringstream s;
+  s << "b" << c.B << "q" << c.Tq << "h" << c.Hq << "kv" << c.Hkv << "d" << c.D;
+  return s.str();
+}
+void PrintTo(const GqaCase& c, std::ostream* os) { *os << name_of(c); }
+
+class AttentionDecodeGqa : public ::testing::TestWithParam<GqaCase> {};
+
+TEST_P(AttentionDecodeGqa, EveryKernelMatchesReferenceAtOddCacheLengths) {
+  const GqaCase c = GetParam();
+  int ran = 0;
+  for (const AttnKernel& k : kernels::attn_kernels()) {
+    if (!kernels::may_use(k.isa)) {
+      std::cout << "[ SKIPPED  ] " << k.name << ": CPU lacks " << kernels::isa_name(k.isa) << "\n";
+      continue;
+    }
+    const int KT = k.kv_tile;
+    for (int Tk : {1, KT - 1, KT, KT + 1, 3 * KT + 5, 1031}) {
+      if (Tk < c.Tq) continue;
+      AttnData data(c.B, c.Tq, Tk, c.Hq, c.Hkv, c.D, /*seed=*/Tk * 31 + c.Hq * 7 + c.D);
+      const double tol = kRelTol * data.max_abs_v();
+      for (bool causal : {true, false}) {
+        kernels::attention_reference(data.problem(causal, data.ref.data(), k.kv_type));
+        for (int threads : {1, 3}) {
+          std::fill(data.out.begin(), data.out.end(), NAN);
+          run_kernel(k, data.problem(causal, data.out.data(), k.kv_type), threads, AttnPath::decode);
+          EXPECT_LE(max_abs_diff(data.out, data.ref), tol)
+              << k.name << " Tk=" << Tk << (causal ? " causal" : " full") << " threads=" << threads;
+          ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_GT(ran, 0);
+}
+
+std::vector<GqaCase> cases() {
+  std::vector<GqaCase> v;
+  for (int G : {1, 2, 3, 4, 7, 8})
+    for (int D : {64, 40}) v.push_back({1, 1, 2 * G, 2, D});
+  v.push_back({1, 1, 32, 8, 64});   // llama-1b-like
+  v.push_back({2, 1, 16, 2, 128});  // G = 8 at D 128 (accumulators split over d)
+  v.push_back({1, 3, 8, 2, 64});    // 3 positions × G 4: blocks of 8 and 4 mix positions
+  v.push_back({1, 5, 14, 2, 80});   // 5 × G 7 = 35 rows: 8·4 + 2 + 1
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, AttentionDecodeGqa, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<GqaCase>& i) { return name_of(i.param); });
+
+}  // namespace
+}  // namespace headwise::test
