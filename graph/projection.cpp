@@ -65,7 +65,8 @@ kernels::PackedWeights describe_blocked(const memory::desc& md, const float* dat
 
 size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 
-// The repacked weights' memory: its own anonymous mapping, 2 MiB aligned from 2 MiB up
+// The memory of a projection's own weight copy (repacked panels, oneDNN's packed f32,
+// 16-bit rows copied out of a file): an anonymous mapping, 2 MiB aligned from 2 MiB up
 // and advised as transparent huge pages (THP is "madvise" on this project's machines).
 // Decode streams these bytes once per token, and with 4 KiB pages that stream takes a
 // TLB miss every 4 KiB, each a two-level walk under a hypervisor: llama-1b-like Q4_K_M
@@ -93,7 +94,6 @@ void* map_weights(size_t bytes, size_t* mapped) {
   *mapped = len;
   return p;
 }
-
 
 // Sets the calling thread's OpenMP max-threads for oneDNN and restores it on exit, so
 // callers never see their setting changed.
@@ -297,8 +297,9 @@ Status Projection::copy_mapped_rows() {
 // the copy instead could not be faster (measured: oneDNN's 1-row bf16 matmul on the
 // copy, K 4096 × N 8192, took the same time as the GEMV within the noise of a loaded
 // machine). Memory: the packed copy is K·N·2 bytes more for the model's life, next to
-// the rows decode reads (copied out of a file mapping by copy_mapped_rows). A oneDNN without a bf16 brgemm on this CPU (a
-// reference implementation) is not used: the registry kernel is faster than that.
+// the rows decode reads (copied out of a file mapping by copy_mapped_rows). A oneDNN
+// without a bf16 brgemm on this CPU (a reference implementation) is not used: the
+// registry kernel is faster than that.
 // F16 weights stay on their registry kernel in prefill too: oneDNN 2.6 has no f16
 // matmul on this CPU, and converting them to bf16 would change the values.
 Status Projection::prepare_bf16_onednn(const uint16_t* w) {
