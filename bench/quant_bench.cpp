@@ -11,6 +11,9 @@
 //           come from DRAM as in a model's decode, small matrices and per-call thread
 //           start included; GB/s of weights streamed (decode_projection's 18.9 MB Q4_K
 //           matrix fits in the L3 and measures the kernel, not the memory);
+//   decode_stream_small: the same through 12 llama-134m layers (q, k, v, o 768×768; gate,
+//           up 768×2048; down 2048×768: 0.3-3 MB each, 84 calls), where the cost of
+//           each call's start (threads, prefetch ramp) weighs most;
 //   projection, decode_projection: the same shapes through graph::Projection, i.e.
 //           what the plan runs (BF16: oneDNN's bf16 matmul on weights packed once;
 //           other types: the registry kernel, on the integer types' 8-row panels on
@@ -26,6 +29,11 @@
 #include <vector>
 
 #include <strings.h>
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "graph/projection.hpp"
 #include "kernels/dispatch.hpp"
@@ -124,26 +132,62 @@ void bm_projection(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K,
                                               benchmark::Counter::kIs1000);
 }
 
-// The projections of `layers` llama-1b-like layers (see the header), one row through
-// each in model order per iteration.
-void bm_stream(benchmark::State& st, hq::WType t, Isa isa, int layers) {
-  struct Shape {
-    int K, N;
-  };
-  const Shape shapes[] = {{2048, 2048}, {2048, 512}, {2048, 512}, {2048, 2048}, {2048, 8192}, {2048, 8192}, {8192, 2048}};
+// Bytes copied into their own anonymous mapping advised as transparent huge pages: a
+// model's decode weights live in such mappings (graph/projection.cpp), and on 4 KiB heap
+// pages one thread streamed llama-134m's BF16 layers at a third of the model's rate
+// (a TLB miss every 4 KiB).
+struct HugeCopy {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit HugeCopy(const std::vector<uint8_t>& src) : bytes(src.size() + (size_t(2) << 20)) {
+    void* raw = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) {
+      std::fprintf(stderr, "quant_bench: cannot map %zu bytes\n", bytes);
+      std::exit(1);
+    }
+    base = raw;
+    const uintptr_t a = (reinterpret_cast<uintptr_t>(raw) + (size_t(2) << 20) - 1) & ~uintptr_t((size_t(2) << 20) - 1);
+    p = reinterpret_cast<void*>(a);
+    madvise(p, src.size(), MADV_HUGEPAGE);
+    std::memcpy(p, src.data(), src.size());
+  }
+  HugeCopy(HugeCopy&& o) noexcept : p(o.p), bytes(o.bytes), base(o.base) { o.base = nullptr; }
+  HugeCopy(const HugeCopy&) = delete;
+  ~HugeCopy() {
+    if (base) munmap(base, bytes);
+  }
+
+ private:
+  void* base = nullptr;
+};
+
+struct Shape {
+  int K, N;
+};
+// One layer's projections in model order: q, k, v, o, gate, up, down.
+const std::vector<Shape> kLayer1b = {{2048, 2048}, {2048, 512}, {2048, 512}, {2048, 2048},
+                                     {2048, 8192}, {2048, 8192}, {8192, 2048}};
+const std::vector<Shape> kLayer134m = {{768, 768}, {768, 768}, {768, 768}, {768, 768},
+                                       {768, 2048}, {768, 2048}, {2048, 768}};
+
+// The projections of `layers` layers of `shapes` (see the header), one row through each
+// in model order per iteration.
+void bm_stream(benchmark::State& st, hq::WType t, Isa isa, int layers, const std::vector<Shape>& shapes) {
   headwise::kernels::WeightType wt = headwise::kernels::WeightType::Count;
   for (int i = 0; i < int(headwise::kernels::WeightType::Count); ++i)
     if (strcasecmp(headwise::kernels::weight_type_name(headwise::kernels::WeightType(i)), hq::type_info(t)->name) == 0)
       wt = headwise::kernels::WeightType(i);
   std::vector<Problem> stored;
+  std::vector<HugeCopy> copies;  // the stored rows on huge pages, as a model's are
   std::vector<std::unique_ptr<headwise::graph::Projection>> projs;
   size_t bytes = 0, scratch_bytes = 0;
   int maxk = 0, maxn = 0;
   for (int l = 0; l < layers; ++l)
     for (const Shape& sh : shapes) {
       stored.push_back(make(t, 1, sh.K, sh.N));
+      copies.emplace_back(stored.back().w);
       projs.emplace_back();
-      const headwise::Status s = headwise::graph::Projection::create_typed(wt, stored.back().w.data(), sh.K, sh.N,
+      const headwise::Status s = headwise::graph::Projection::create_typed(wt, copies.back().p, sh.K, sh.N,
                                                                              nullptr, isa, &projs.back());
       if (!s.ok()) {
         st.SkipWithError(s.message().c_str());
@@ -190,8 +234,11 @@ const int kRegistered = [] {
         benchmark::RegisterBenchmark(("decode_projection/" + name).c_str(), bm_projection, types[i], isa, 1, 4096, 8192)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
         if (hq::type_info(types[i])->block >= 32 || isa == Isa::avx512)  // the 16-bit types (2x the bytes): avx512 only
-          benchmark::RegisterBenchmark(("decode_stream/" + name).c_str(), bm_stream, types[i], isa, 4)
+          benchmark::RegisterBenchmark(("decode_stream/" + name).c_str(), bm_stream, types[i], isa, 4, kLayer1b)
               ->Unit(benchmark::kMillisecond)->UseRealTime();
+        benchmark::RegisterBenchmark(("decode_stream_small/" + name).c_str(), bm_stream, types[i], isa, 12,
+                                     kLayer134m)
+            ->Unit(benchmark::kMillisecond)->UseRealTime();
       }
     }
   }
