@@ -103,6 +103,7 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
     plan->attn_kv[static_cast<int>(t)] = &kernels::attn_kernel(plan->isa, t);
   plan->attn = plan->attn_kv[static_cast<int>(KvType::f32)];
   const Graph& g = plan->graph;
+  plan->weight_arena = std::make_unique<WeightArena>();
   plan->linears.resize(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
@@ -127,9 +128,10 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
                 ? Status(StatusCode::unsupported, "rows of " + std::to_string(n.K) + " " + dtype_name(n.wq_type) +
                                                       " weights are not whole blocks")
                 : Projection::create_typed(wt, static_cast<const uint8_t*>(n.wq) + size_t(col) * rb, n.K, w,
-                                           n.b ? n.b + col : nullptr, plan->isa, &p);
+                                           n.b ? n.b + col : nullptr, plan->isa, &p, plan->weight_arena.get());
       } else {
-        s = Projection::create_f32(n.w + col * sn, n.K, w, sk, sn, n.b ? n.b + col : nullptr, plan->isa, &p);
+        s = Projection::create_f32(n.w + col * sn, n.K, w, sk, sn, n.b ? n.b + col : nullptr, plan->isa, &p,
+                                   plan->weight_arena.get());
       }
       if (!s.ok()) return Status(s.code(), n.where + ": " + s.message());
       plan->packed_weight_bytes += p->weight_bytes();

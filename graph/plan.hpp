@@ -27,6 +27,7 @@
 
 #include "graph/graph.hpp"
 #include "graph/projection.hpp"
+#include "graph/weight_arena.hpp"
 #include "kernels/attention/attention.hpp"
 #include "kernels/convert/kv_convert.hpp"
 #include "kernels/dispatch.hpp"
@@ -47,6 +48,8 @@ struct Plan {
   // For linear/logits node i: one projection per output (a multi-output linear is split
   // into one GEMM per output, so each writes straight to its destination, e.g. the KV
   // cache). Empty for other nodes.
+  // The projections' own weight copies (declared first: destroyed after them).
+  std::unique_ptr<WeightArena> weight_arena;
   std::vector<std::vector<std::unique_ptr<Projection>>> linears;
   std::vector<float> rope_cos, rope_sin;  // (max_seq_len, head_dim/2)
   size_t packed_weight_bytes = 0;

@@ -8,6 +8,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "graph/weight_arena.hpp"
 #include "graph/weights.hpp"
 #include "kernels/quant/quant.hpp"
 
@@ -65,36 +66,6 @@ kernels::PackedWeights describe_blocked(const memory::desc& md, const float* dat
 
 size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 
-// The memory of a projection's own weight copy (repacked panels, oneDNN's packed f32,
-// 16-bit rows copied out of a file): an anonymous mapping, 2 MiB aligned from 2 MiB up
-// and advised as transparent huge pages (THP is "madvise" on this project's machines).
-// Decode streams these bytes once per token, and with 4 KiB pages that stream takes a
-// TLB miss every 4 KiB, each a two-level walk under a hypervisor: llama-1b-like Q4_K_M
-// decoded at 38-44 tok/s on 4 KiB pages and 43-57 on huge ones (headwise bench, 2
-// threads, loaded machine, alternating). A mapping, not malloc: freed memory goes back to
-// the system whole (glibc would reuse and trim heap pages, splitting the huge ones), and
-// the tail past the last whole 2 MiB stays on 4 KiB pages (no rounding up, no waste).
-constexpr size_t kHugePage = size_t(2) << 20;
-constexpr size_t kPage = 4096;
-
-void* map_weights(size_t bytes, size_t* mapped) {
-  const size_t len = (bytes + kPage - 1) / kPage * kPage;
-  const size_t extra = len >= kHugePage ? kHugePage : 0;  // slack to align the start
-  void* raw = mmap(nullptr, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  auto* p = static_cast<uint8_t*>(raw);
-  if (extra) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    const size_t head = (kHugePage - a % kHugePage) % kHugePage;
-    if (head) munmap(p, head);
-    if (extra - head) munmap(p + head + len, extra - head);
-    p += head;
-    madvise(p, len, MADV_HUGEPAGE);  // advice: ignored where THP is off
-  }
-  *mapped = len;
-  return p;
-}
-
 // Sets the calling thread's OpenMP max-threads for oneDNN and restores it on exit, so
 // callers never see their setting changed.
 class ScopedOmpThreads {
@@ -132,8 +103,20 @@ Projection::Mapping::~Mapping() {
   if (p) munmap(p, bytes);
 }
 
+// The memory of the projection's own weight copy: the plan's arena (see
+// weight_arena.hpp: huge pages, in the order decode runs the projections), or, for a
+// projection made on its own, a mapping of its own on huge pages from 2 MiB up.
+void* Projection::own_memory(size_t bytes, WeightArena* arena) {
+  if (arena) return arena->allocate(bytes);
+  size_t mapped = 0;
+  void* p = map_huge(bytes, &mapped);
+  if (p) own_ = {p, mapped};
+  return p;
+}
+
 Status Projection::create_f32(const float* w, int K, int N, int64_t stride_k, int64_t stride_n,
-                              const float* bias, kernels::Isa isa, std::unique_ptr<Projection>* out) {
+                              const float* bias, kernels::Isa isa, std::unique_ptr<Projection>* out,
+                              WeightArena* arena) {
   auto p = std::unique_ptr<Projection>(new Projection);
   p->K_ = K;
   p->N_ = N;
@@ -145,14 +128,12 @@ Status Projection::create_f32(const float* w, int K, int N, int64_t stride_k, in
     // Reorder from the caller's strided layout into the blocked one.
     const memory::desc given({K, N}, dt::f32, memory::dims{stride_k, stride_n});
     memory src(given, cpu_engine(), const_cast<float*>(w));
-    // In the projection's own mapping (huge pages: decode streams it once per token).
-    size_t mapped = 0;
-    void* mem = map_weights(d.wmd.get_size(), &mapped);
+    // On huge pages (own_memory): decode streams it once per token.
+    void* mem = p->own_memory(d.wmd.get_size(), arena);
     if (!mem)
       return Status(StatusCode::out_of_memory, "could not allocate " + std::to_string(d.wmd.get_size()) +
                                                    " bytes for the packed " + std::to_string(K) + "x" +
                                                    std::to_string(N) + " f32 weights");
-    p->own_ = {mem, mapped};
     d.weights = memory(d.wmd, cpu_engine(), mem);
     dnnl::stream s(cpu_engine());
     dnnl::reorder(src, d.weights).execute(s, src, d.weights);
@@ -188,7 +169,7 @@ Status Projection::create_f32(const float* w, int K, int N, int64_t stride_k, in
 
 Status Projection::create_typed(kernels::WeightType type, const void* w, int K, int N,
                                 const float* bias, kernels::Isa isa,
-                                std::unique_ptr<Projection>* out) {
+                                std::unique_ptr<Projection>* out, WeightArena* arena) {
   const int be = kernels::weight_block_elems(type);
   if (K % be != 0)
     return invalid_argument(std::string("a ") + kernels::weight_type_name(type) + " weight needs K a multiple of " +
@@ -215,10 +196,10 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
                                                kernels::weight_type_name(type) + " weights on " +
                                                kernels::isa_name(isa) + " (kernels/matmul/linear.inc)");
   if (p->small_->impl->repack) {
-    const Status s = p->repack_weights();
+    const Status s = p->repack_weights(arena);
     if (!s.ok()) return s;
   } else if (MappedFile::holds(w, p->weight_bytes_)) {
-    const Status s = p->copy_mapped_rows();
+    const Status s = p->copy_mapped_rows(arena);
     if (!s.ok()) return s;
   }
   if (type == kernels::WeightType::bf16 && isa == kernels::Isa::avx512 && kernels::quant::cpu_has_avx512_vnni_bf16()) {
@@ -235,17 +216,15 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
 // resident pages are released after it (MappedFile::release_resident: otherwise the
 // process holds the file's bytes and the copy). The copy replaces the stored bytes in
 // weight_bytes() (what decode streams).
-Status Projection::repack_weights() {
+Status Projection::repack_weights(WeightArena* arena) {
   const kernels::LinearKernelImpl& impl = *small_->impl;
   const size_t bytes = impl.repacked_bytes(packed_);
   const int64_t G = impl.repack_rows > 0 ? impl.repack_rows : N_;
-  size_t mapped = 0;
-  void* mem = bytes ? map_weights(bytes, &mapped) : nullptr;
+  void* mem = bytes ? own_memory(bytes, arena) : nullptr;
   if (!mem)
     return Status(StatusCode::out_of_memory, "could not allocate " + std::to_string(bytes) +
                                                       " bytes for the repacked " + std::to_string(K_) + "x" +
                                                       std::to_string(N_) + " weights of " + impl.name);
-  own_ = {mem, mapped};
   const int64_t groups = (N_ + G - 1) / G;
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < groups; ++g) impl.repack(packed_, g * G, std::min<int64_t>(N_, (g + 1) * G), mem);
@@ -261,15 +240,13 @@ Status Projection::repack_weights() {
 // decode streams without a TLB miss every 4 KiB (the file's page-cache pages are 4 KiB),
 // and the file's pages released as repack_weights() releases them. Rows in memory the
 // caller owns (heap, an embedder's buffer) are read in place: a copy would double them.
-Status Projection::copy_mapped_rows() {
+Status Projection::copy_mapped_rows(WeightArena* arena) {
   const size_t bytes = size_t(packed_.row_bytes) * N_;
-  size_t mapped = 0;
-  void* mem = map_weights(bytes, &mapped);
+  void* mem = own_memory(bytes, arena);
   if (!mem)
     return Status(StatusCode::out_of_memory, "could not allocate " + std::to_string(bytes) + " bytes for the " +
                                                  std::to_string(K_) + "x" + std::to_string(N_) + " " +
                                                  kernels::weight_type_name(packed_.type) + " weights");
-  own_ = {mem, mapped};
   const int64_t chunks = int64_t((bytes + (size_t(1) << 20) - 1) >> 20);
   const auto* src = static_cast<const uint8_t*>(packed_.data);
 #pragma omp parallel for schedule(static)

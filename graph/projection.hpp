@@ -24,6 +24,8 @@
 
 namespace headwise::graph {
 
+class WeightArena;
+
 class Projection {
  public:
   static constexpr int kMinClassRows = 16;    // below: the small-row kernel
@@ -35,14 +37,17 @@ class Projection {
   // f32 weights: element (k, n) of the logical K×N weight at w[k·stride_k + n·stride_n]
   // ([N][K] PyTorch Linear storage: stride_k = 1, stride_n = K). bias: N floats or null.
   // Copied (reordered); w may be released afterwards.
+  // `arena`: where the projection's own copy of its weights goes (the plan's, so that
+  // the plan keeps them on huge pages in the order decode runs them; weight_arena.hpp);
+  // it must outlive the projection. Null: a mapping of the projection's own.
   static Status create_f32(const float* w, int K, int N, int64_t stride_k, int64_t stride_n,
                            const float* bias, kernels::Isa isa,
-                           std::unique_ptr<Projection>* out);
+                           std::unique_ptr<Projection>* out, WeightArena* arena = nullptr);
   // Weights of another registry type, as stored: [N][K] rows of `type` blocks. Not
   // copied: `w` must outlive the projection (it points into the mapped file).
   static Status create_typed(kernels::WeightType type, const void* w, int K, int N,
                              const float* bias, kernels::Isa isa,
-                             std::unique_ptr<Projection>* out);
+                             std::unique_ptr<Projection>* out, WeightArena* arena = nullptr);
   ~Projection();
 
   // y = x·W (+ b) for M rows; x rows ldx floats apart, y rows ldy apart. `threads` ≥ 1
@@ -72,16 +77,17 @@ class Projection {
   void split_rows(int M, bool dense, F&& f) const;
   size_t staging_bytes(int rows) const;
   Status prepare_bf16_onednn(const uint16_t* w);  // BF16 prefill (see projection.cpp)
-  Status repack_weights();                         // the small kernel's own layout (see projection.cpp)
-  Status copy_mapped_rows();                       // stored rows out of a file mapping (ditto)
+  Status repack_weights(WeightArena* arena);       // the small kernel's own layout (see projection.cpp)
+  Status copy_mapped_rows(WeightArena* arena);     // stored rows out of a file mapping (ditto)
+  void* own_memory(size_t bytes, WeightArena* arena);
 
   int K_ = 0, N_ = 0;
   size_t weight_bytes_ = 0;
   kernels::PackedWeights packed_;
-  // The projection's own copy of its weights, an anonymous mapping of `bytes` (huge pages
-  // where it can, see projection.cpp): the small kernel's repacked layout
-  // (LinearKernelImpl::repack), oneDNN's blocked f32 layout, or 16-bit rows copied out of a
-  // file mapping.
+  // The projection's own copy of its weights when it was made without an arena, an
+  // anonymous mapping of `bytes` (huge pages where it can, weight_arena.hpp): the small
+  // kernel's repacked layout (LinearKernelImpl::repack), oneDNN's blocked f32 layout, or
+  // 16-bit rows copied out of a file mapping.
   struct Mapping {
     void* p = nullptr;
     size_t bytes = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/projection.hpp"
+#include "graph/weight_arena.hpp"
 #include "graph/weights.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/quant/blocks.hpp"
@@ -278,6 +279,49 @@ TEST(Projection, CopiesOfMappedWeightsReleaseTheirPages) {
       char b[64];
     };
     for (auto [a, b] : {std::pair{pq.get(), pq_heap.get()}, {pf.get(), pf_heap.get()}, {pb.get(), pb_heap.get()}}) {
+      std::vector<Line> scratch(std::max(a->scratch_bytes(M), b->scratch_bytes(M)) / 64 + 1);
+      std::vector<float> ya(size_t(M) * N, NAN), yb(size_t(M) * N, NAN);
+      HW_ASSERT_OK(a->run(x.data(), K, ya.data(), N, M, 1, scratch.data()));
+      HW_ASSERT_OK(b->run(x.data(), K, yb.data(), N, M, 1, scratch.data()));
+      EXPECT_EQ(0, std::memcmp(ya.data(), yb.data(), ya.size() * 4)) << kernels::isa_name(isa) << " " << a->implementation(M);
+    }
+  }
+}
+
+// The plan's way: every projection's own copy in one WeightArena, one after the other
+// in the order they are made (the order decode runs them), with the same products as
+// projections made on their own.
+TEST(Projection, CopiesInAnArenaFollowEachOtherAndMatch) {
+  namespace q = kernels::quant;
+  const int K = 256, N = 200, M = 2;
+  std::mt19937 g(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> wf(size_t(K) * N), x(size_t(M) * K);
+  for (float& v : wf) v = u(g);
+  for (float& v : x) v = u(g);
+  const q::TypeInfo& ti = *q::type_info(q::WType::q4_k);
+  const size_t rb = q::row_bytes(ti, K);
+  std::string q4(rb * N, '\0');
+  for (int n = 0; n < N; ++n) ti.quantize(wf.data() + size_t(n) * K, &q4[size_t(n) * rb], K);
+  test::TempDir dir;
+  test::spit(dir.file("q4_k.bin"), q4);
+  for (Isa isa : usable_isas()) {
+    std::unique_ptr<MappedFile> mq;
+    HW_ASSERT_OK(MappedFile::open(dir.file("q4_k.bin"), &mq));
+    WeightArena arena;
+    std::unique_ptr<Projection> a_f32, a_q4, own_f32, own_q4;
+    HW_ASSERT_OK(Projection::create_f32(wf.data(), K, N, 1, K, nullptr, isa, &a_f32, &arena));
+    HW_ASSERT_OK(Projection::create_typed(kernels::WeightType::q4_k, mq->data(), K, N, nullptr, isa, &a_q4, &arena));
+    HW_ASSERT_OK(Projection::create_f32(wf.data(), K, N, 1, K, nullptr, isa, &own_f32));
+    HW_ASSERT_OK(Projection::create_typed(kernels::WeightType::q4_k, q4.data(), K, N, nullptr, isa, &own_q4));
+    // f32: oneDNN's packed copy; Q4_K: the panels (x86) or the rows copied out of the file.
+    const size_t r64 = (a_f32->weight_bytes() + 63) / 64 * 64;
+    EXPECT_EQ(arena.used_bytes(), r64 + (a_q4->weight_bytes() + 63) / 64 * 64) << kernels::isa_name(isa);
+    EXPECT_EQ(arena.mapped_bytes(), WeightArena::kChunkBytes);
+    struct alignas(64) Line {
+      char b[64];
+    };
+    for (auto [a, b] : {std::pair{a_f32.get(), own_f32.get()}, {a_q4.get(), own_q4.get()}}) {
       std::vector<Line> scratch(std::max(a->scratch_bytes(M), b->scratch_bytes(M)) / 64 + 1);
       std::vector<float> ya(size_t(M) * N, NAN), yb(size_t(M) * N, NAN);
       HW_ASSERT_OK(a->run(x.data(), K, ya.data(), N, M, 1, scratch.data()));
