@@ -236,8 +236,8 @@ Status Projection::repack_weights(WeightArena* arena) {
 }
 
 // Rows a kernel reads as stored (f16, bf16; the scalar entries of the block types), when
-// they lie in a file mapping: copied into the projection's own mapping, whose huge pages
-// decode streams without a TLB miss every 4 KiB (the file's page-cache pages are 4 KiB),
+// they lie in a file mapping: copied into the projection's own memory (own_memory), whose
+// huge pages decode streams without a TLB miss every 4 KiB (the file's page-cache pages are 4 KiB),
 // and the file's pages released as repack_weights() releases them. Rows in memory the
 // caller owns (heap, an embedder's buffer) are read in place: a copy would double them.
 Status Projection::copy_mapped_rows(WeightArena* arena) {
