@@ -29,13 +29,11 @@
 #include <vector>
 
 #include <strings.h>
-#include <sys/mman.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "graph/projection.hpp"
+#include "graph/weight_arena.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/matmul/linear.hpp"
 #include "kernels/quant/quant.hpp"
@@ -132,35 +130,6 @@ void bm_projection(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K,
                                               benchmark::Counter::kIs1000);
 }
 
-// Bytes copied into their own anonymous mapping advised as transparent huge pages: a
-// model's decode weights live in such mappings (graph/projection.cpp), and on 4 KiB heap
-// pages one thread streamed llama-134m's BF16 layers at a third of the model's rate
-// (a TLB miss every 4 KiB).
-struct HugeCopy {
-  void* p = nullptr;
-  size_t bytes = 0;
-  explicit HugeCopy(const std::vector<uint8_t>& src) : bytes(src.size() + (size_t(2) << 20)) {
-    void* raw = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) {
-      std::fprintf(stderr, "quant_bench: cannot map %zu bytes\n", bytes);
-      std::exit(1);
-    }
-    base = raw;
-    const uintptr_t a = (reinterpret_cast<uintptr_t>(raw) + (size_t(2) << 20) - 1) & ~uintptr_t((size_t(2) << 20) - 1);
-    p = reinterpret_cast<void*>(a);
-    madvise(p, src.size(), MADV_HUGEPAGE);
-    std::memcpy(p, src.data(), src.size());
-  }
-  HugeCopy(HugeCopy&& o) noexcept : p(o.p), bytes(o.bytes), base(o.base) { o.base = nullptr; }
-  HugeCopy(const HugeCopy&) = delete;
-  ~HugeCopy() {
-    if (base) munmap(base, bytes);
-  }
-
- private:
-  void* base = nullptr;
-};
-
 struct Shape {
   int K, N;
 };
@@ -177,18 +146,25 @@ void bm_stream(benchmark::State& st, hq::WType t, Isa isa, int layers, const std
   for (int i = 0; i < int(headwise::kernels::WeightType::Count); ++i)
     if (strcasecmp(headwise::kernels::weight_type_name(headwise::kernels::WeightType(i)), hq::type_info(t)->name) == 0)
       wt = headwise::kernels::WeightType(i);
-  std::vector<Problem> stored;
-  std::vector<HugeCopy> copies;  // the stored rows on huge pages, as a model's are
+  // As in a model: the stored rows on huge pages (a heap copy is on 4 KiB pages, where
+  // one thread streamed llama-134m's BF16 layers at a third of the model's rate: a TLB
+  // miss every 4 KiB), and the projections' own copies in a plan's arena, in model order.
+  headwise::graph::WeightArena file, arena;
   std::vector<std::unique_ptr<headwise::graph::Projection>> projs;
   size_t bytes = 0, scratch_bytes = 0;
   int maxk = 0, maxn = 0;
   for (int l = 0; l < layers; ++l)
     for (const Shape& sh : shapes) {
-      stored.push_back(make(t, 1, sh.K, sh.N));
-      copies.emplace_back(stored.back().w);
+      const Problem stored = make(t, 1, sh.K, sh.N);
+      void* rows = file.allocate(stored.w.size());
+      if (!rows) {
+        st.SkipWithError("out of memory for the weights");
+        return;
+      }
+      std::memcpy(rows, stored.w.data(), stored.w.size());
       projs.emplace_back();
-      const headwise::Status s = headwise::graph::Projection::create_typed(wt, copies.back().p, sh.K, sh.N,
-                                                                             nullptr, isa, &projs.back());
+      const headwise::Status s = headwise::graph::Projection::create_typed(wt, rows, sh.K, sh.N, nullptr, isa,
+                                                                             &projs.back(), &arena);
       if (!s.ok()) {
         st.SkipWithError(s.message().c_str());
         return;
