@@ -135,6 +135,7 @@ struct GemvF32 {
     const int blocks = (w.N + w.NB - 1) / w.NB;
     const int nt = std::max(1, std::min(threads, blocks));
     // Contiguous runs of output blocks per thread: each streams its own part of W.
+    if (nt == 1) return fn(w, bias, x, ldx, y, ldy, rows, 0, w.N);  // no parallel region for one thread
 #pragma omp parallel num_threads(nt)
     {
       const int t = omp_get_thread_num(), n = omp_get_num_threads();

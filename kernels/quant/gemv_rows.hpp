@@ -23,5 +23,13 @@ void gemv_rows(const void* w, size_t row_bytes, int64_t n0, int64_t n1, const vo
   }
 }
 
+// Input rows up to which the caller prepares them alone before the threads start (a
+// decode step's one row: 768-8192 values to round, well under a microsecond) instead
+// of splitting them over the threads, which then wait for each other: on this
+// project's 2-core VM that barrier costs ~1.4 us, a quarter of a 768x768 Q4_K product
+// (its fork and join ~3 us more: one thread, e.g. a share of graph::run_projections,
+// runs without a parallel region).
+constexpr int kSerialPrepareRows = 2;
+
 }  // namespace
 }  // namespace headwise::kernels::quant

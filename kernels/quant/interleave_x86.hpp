@@ -360,15 +360,15 @@ struct PanelLinear {
     auto* st = reinterpret_cast<int32_t*>(xa + size_t(rows) * ab);
     const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(np, rows))));
     constexpr int TA = panel_tile_a<P>();
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = omp_get_thread_num(), n = omp_get_num_threads();
-#pragma omp for schedule(static)
-      for (int r = 0; r < rows; ++r) {
-        prepare_activations(ActKind::q8a, x + r * ldx, xa + r * ab, w.K);
-        const auto* xb = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
-        for (int64_t b = 0; b < nb; ++b) st[size_t(r) * nb + b] = -P::kOffset * (xb[b].sum[0] + xb[b].sum[1]);
-      }
+    auto prepare = [&](int r) {
+      prepare_activations(ActKind::q8a, x + r * ldx, xa + r * ab, w.K);
+      const auto* xb = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
+      for (int64_t b = 0; b < nb; ++b) st[size_t(r) * nb + b] = -P::kOffset * (xb[b].sum[0] + xb[b].sum[1]);
+    };
+    const bool serial = nt == 1 || rows <= kSerialPrepareRows;
+    if (serial)
+      for (int r = 0; r < rows; ++r) prepare(r);
+    auto share = [&](int t, int n) {
       const int64_t p0 = np * t / n, p1 = np * (t + 1) / n;
       if (p0 < p1) {
         if (rows == 1) {
@@ -393,6 +393,15 @@ struct PanelLinear {
             for (int64_t j = n0; j < n1; ++j) y[r * ldy + j] += bias[j];
         }
       }
+    };
+    if (nt == 1) return share(0, 1);  // no parallel region (see kSerialPrepareRows)
+#pragma omp parallel num_threads(nt)
+    {
+      if (!serial) {
+#pragma omp for schedule(static)
+        for (int r = 0; r < rows; ++r) prepare(r);
+      }
+      share(omp_get_thread_num(), omp_get_num_threads());
     }
   }
   static constexpr LinearKernelImpl impl(const char* name) {

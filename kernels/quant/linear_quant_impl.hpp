@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "kernels/matmul/linear.hpp"
+#include "kernels/quant/gemv_rows.hpp"
 #include "kernels/quant/quant.hpp"
 
 namespace headwise::kernels::quant {
@@ -38,11 +39,10 @@ struct QuantLinear {
     constexpr int64_t G = 4;
     const int64_t groups = (int64_t(w.N) + G - 1) / G;
     const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(groups, rows))));
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = omp_get_thread_num(), n = omp_get_num_threads();
-#pragma omp for schedule(static)
+    const bool serial = nt == 1 || rows <= kSerialPrepareRows;
+    if (serial)
       for (int r = 0; r < rows; ++r) prepare_activations(info().act, x + r * ldx, xa + r * ab, w.K);
+    auto share = [&](int t, int n) {
       const int64_t n0 = std::min<int64_t>(w.N, G * (groups * t / n));
       const int64_t n1 = std::min<int64_t>(w.N, G * (groups * (t + 1) / n));
       if (n0 < n1) {
@@ -51,6 +51,15 @@ struct QuantLinear {
           for (int r = 0; r < rows; ++r)
             for (int64_t j = n0; j < n1; ++j) y[r * ldy + j] += bias[j];
       }
+    };
+    if (nt == 1) return share(0, 1);  // no parallel region (see kSerialPrepareRows)
+#pragma omp parallel num_threads(nt)
+    {
+      if (!serial) {
+#pragma omp for schedule(static)
+        for (int r = 0; r < rows; ++r) prepare_activations(info().act, x + r * ldx, xa + r * ab, w.K);
+      }
+      share(omp_get_thread_num(), omp_get_num_threads());
     }
   }
   static constexpr LinearKernelImpl impl(const char* name) { return {name, 0, supports, scratch_bytes, run}; }

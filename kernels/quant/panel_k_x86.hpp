@@ -424,15 +424,15 @@ struct PanelKLinear {
     const size_t ab = act_bytes(w.K), xb = aux_bytes(w.K);
     const int64_t np = panels(w), nu = (np + kUnit - 1) / kUnit;  // units: kUnit panels (the last may be fewer)
     const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(nu, rows))));
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = omp_get_thread_num(), n = omp_get_num_threads();
-#pragma omp for schedule(static)
-      for (int r = 0; r < rows; ++r) {
-        prepare_activations(ActKind::q8a, x + r * ldx, xa + r * ab, w.K);
-        const auto* blocks = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
-        for (int b = 0; b < w.K / kQK; ++b) P::aux(blocks[b], xx + r * xb + b * kAux);
-      }
+    auto prepare = [&](int r) {
+      prepare_activations(ActKind::q8a, x + r * ldx, xa + r * ab, w.K);
+      const auto* blocks = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
+      for (int b = 0; b < w.K / kQK; ++b) P::aux(blocks[b], xx + r * xb + b * kAux);
+    };
+    const bool serial = nt == 1 || rows <= kSerialPrepareRows;
+    if (serial)
+      for (int r = 0; r < rows; ++r) prepare(r);
+    auto share = [&](int t, int n) {
       const int64_t u0 = nu * t / n, u1 = nu * (t + 1) / n;
       for (int m0 = 0; m0 < rows; m0 += kChunkRows) {
         const int m1 = std::min(rows, m0 + kChunkRows);
@@ -443,6 +443,15 @@ struct PanelKLinear {
             for (int64_t q = pn; q < np; ++q) rows_of<V1>(w, q, xa, xx, m0, m1, bias, y, ldy);
         }
       }
+    };
+    if (nt == 1) return share(0, 1);  // no parallel region (see kSerialPrepareRows)
+#pragma omp parallel num_threads(nt)
+    {
+      if (!serial) {
+#pragma omp for schedule(static)
+        for (int r = 0; r < rows; ++r) prepare(r);
+      }
+      share(omp_get_thread_num(), omp_get_num_threads());
     }
   }
   static constexpr LinearKernelImpl impl(const char* name) {
