@@ -16,11 +16,28 @@ int resolve_threads(int threads) {
   return threads > 0 ? threads : omp_get_max_threads();
 }
 
-size_t Plan::linear_scratch_bytes(int rows) const {
+size_t Plan::linear_scratch_bytes(int rows, int threads) const {
   size_t most = 0;
   for (const auto& outs : linears)
     for (const auto& p : outs) most = std::max(most, p->scratch_bytes(rows));
+  if (rows <= kGroupMaxRows && threads > 1)
+    for (size_t i = 0; i < linear_run.size(); ++i)
+      if (linear_run[i] > 1) {
+        const Projection* group[16];
+        const int n = linear_group(int(i), group, 16);
+        if (n > 1) most = std::max(most, projections_scratch_bytes(group, n, rows, threads));
+      }
   return most;
+}
+
+int Plan::linear_group(int i, const Projection** out, int room) const {
+  int n = 0;
+  for (int j = i; j < i + linear_run[i]; ++j)
+    for (const auto& p : linears[j]) {
+      if (n == room) return 0;  // too many: the caller runs the nodes one by one
+      out[n++] = p.get();
+    }
+  return n;
 }
 
 std::string Plan::describe(int rows, int threads) const {
@@ -35,8 +52,14 @@ std::string Plan::describe(int rows, int threads) const {
   o << "  attention kernel " << attn->name << " (q_tile " << attn->q_tile << ", kv_tile "
     << attn->kv_tile << "), decode path when q_len·4 <= q_tile; 16-bit KV caches: "
     << attn_kv[1]->name << ", " << attn_kv[2]->name << "\n";
-  o << "  scratch per session: projections " << linear_scratch_bytes(rows) << " B for " << rows
-    << " rows, 1 row " << linear_scratch_bytes(1) << " B\n";
+  o << "  scratch per session: projections " << linear_scratch_bytes(rows, nt) << " B for " << rows
+    << " rows, 1 row " << linear_scratch_bytes(1, nt) << " B\n";
+  int runs = 0, members = 0;
+  for (size_t i = 0; i < linear_run.size(); i += std::max(1, linear_run[i]))
+    if (linear_run[i] > 1) ++runs, members += linear_run[i];
+  if (runs)
+    o << "  steps of up to " << kGroupMaxRows << " rows: " << runs << " runs of linear nodes on one input ("
+      << members << " nodes) each run in one parallel region (graph::run_projections)\n";
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& n = graph.nodes[i];
     o << "  [" << i << "] " << op_name(n.op) << "  " << n.where;
@@ -138,6 +161,14 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
       plan->linears[i].push_back(std::move(p));
       col += w;
     }
+  }
+  // Runs of linear nodes reading one input (nothing between them: each reads the input
+  // alone, and none reads another's output, which is a value of its own).
+  plan->linear_run.assign(g.nodes.size(), 1);
+  for (int i = int(g.nodes.size()) - 2; i >= 0; --i) {
+    const Node &a = g.nodes[i], &b = g.nodes[i + 1];
+    if (a.op == OpKind::linear && b.op == OpKind::linear && a.in[0] == b.in[0])
+      plan->linear_run[i] = plan->linear_run[i + 1] + 1;
   }
   const Settings& s = g.settings;
   // Hostile input (issue 12): the tables are sized by max_seq_len from the model file.

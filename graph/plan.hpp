@@ -51,6 +51,11 @@ struct Plan {
   // The projections' own weight copies (declared first: destroyed after them).
   std::unique_ptr<WeightArena> weight_arena;
   std::vector<std::vector<std::unique_ptr<Projection>>> linears;
+  // For linear node i: how many linear nodes from i on read the same input (a layer's
+  // q, k, v: 3; gate, up: 2; else 1). In a decode step the executor runs their
+  // projections together (run_projections: the threads start and meet once).
+  std::vector<int> linear_run;
+  static constexpr int kGroupMaxRows = 4;  // steps of up to this many rows run such groups
   std::vector<float> rope_cos, rope_sin;  // (max_seq_len, head_dim/2)
   size_t packed_weight_bytes = 0;
 
@@ -60,8 +65,11 @@ struct Plan {
   // (oneDNN 2.6 falls back to its reference matmul for any other output stride).
   int kv_width() const { return graph.settings.n_kv_heads * graph.settings.head_dim; }
 
-  // Scratch any projection needs for a step of `rows` rows (the session owns it).
-  size_t linear_scratch_bytes(int rows) const;
+  // Scratch any projection, or group of them (linear_run) on `threads` threads, needs
+  // for a step of `rows` rows (the session owns it).
+  size_t linear_scratch_bytes(int rows, int threads = 1) const;
+  // The projections of linear nodes [i, i + linear_run[i]) in order; 0 when more than `room`.
+  int linear_group(int i, const Projection** out, int room) const;
 
   // The plan, one line per node (kernel, tiles, row classes), for a session stepping
   // `rows` rows at a time on `threads` threads: what `headwise run --verbose` prints.

@@ -434,6 +434,39 @@ Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M
   return status;
 }
 
+bool Projection::can_slice(int M) const {
+  if (!small_ || M < 1) return false;
+  if (dnn_ && !dnn_->classes.empty() && M >= dnn_->classes.front().rows) return false;
+  return small_->impl->max_rows == 0 || M <= small_->impl->max_rows;
+}
+
+int Projection::slice_rows() const {
+  if (packed_.repacked) return 2 * small_->impl->repack_rows;  // panel pairs, as run() pairs them
+  return packed_.NB > 1 ? packed_.NB : 1;
+}
+
+size_t Projection::slice_scratch_bytes(int M) const {
+  return small_ ? round64(small_->impl->scratch_bytes(packed_, M)) : 0;
+}
+
+// The weights of output rows [n0, n1) as a packing of their own: every layout keeps an
+// output block (a repacked panel, an f32 block of NB columns, a stored row) contiguous.
+void Projection::run_slice(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
+                           void* scratch) const {
+  kernels::PackedWeights w = packed_;
+  const auto* base = static_cast<const uint8_t*>(packed_.data);
+  if (packed_.repacked) {
+    const int64_t g = small_->impl->repack_rows, groups = (N_ + g - 1) / g;
+    w.data = base + size_t(n0 / g) * (small_->impl->repacked_bytes(packed_) / size_t(groups));
+  } else if (packed_.NB > 1) {
+    w.data = base + size_t(n0 / packed_.NB) * packed_.Kp * packed_.NB * sizeof(float);
+  } else {
+    w.data = base + size_t(n0) * packed_.row_bytes;
+  }
+  w.N = n1 - n0;
+  small_->impl->run(w, bias_ ? bias_ + n0 : nullptr, x, ldx, y + n0, ldy, M, 1, scratch);
+}
+
 std::string Projection::small_kernel() const {
   if (!small_) return "";
   return std::string(small_->impl->name) + ":" + kernels::isa_name(small_->isa);

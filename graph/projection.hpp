@@ -25,6 +25,20 @@
 namespace headwise::graph {
 
 class WeightArena;
+class Projection;
+
+// Several projections of the same input (a layer's q, k and v; gate and up) in one
+// parallel region when M rows can be sliced (Projection::can_slice; decode): each
+// thread takes an equal share of their weight bytes, as output-row slices, preparing
+// its own copy of the inputs, so the threads start and meet once instead of once per
+// projection (on this project's 2-core VM a parallel region costs ~3 us and a barrier
+// ~1.4 us: a 768x768 Q4_K product streams in ~4 us). Otherwise, or with one thread,
+// or with less than threads x the largest slice_scratch_bytes(M) of scratch: one run()
+// after the other. ys[i] (rows ldys[i] apart) is ps[i]'s output.
+Status run_projections(const Projection* const* ps, int count, const float* x, int64_t ldx, float* const* ys,
+                       const int64_t* ldys, int M, int threads, void* scratch, size_t scratch_bytes);
+// The scratch run_projections needs to split M rows over `threads` threads.
+size_t projections_scratch_bytes(const Projection* const* ps, int count, int M, int threads);
 
 class Projection {
  public:
@@ -59,6 +73,18 @@ class Projection {
 
   // Scratch run() needs for up to `rows` rows per call (monotone in rows).
   size_t scratch_bytes(int rows) const;
+
+  // Shares of one product, for run_projections (projection_group.cpp): can M rows run
+  // as output-row slices on the small-row kernel (M below every oneDNN class and within
+  // the kernel's rows)? Slices start at multiples of slice_rows() (a repacked panel pair,
+  // an f32 output block, a stored row); run_slice computes y's columns [n0, n1) on the
+  // calling thread alone (no parallel region), with slice_scratch_bytes(M) of scratch.
+  // Each output is computed as run() computes it: the results are identical.
+  bool can_slice(int M) const;
+  int slice_rows() const;
+  size_t slice_scratch_bytes(int M) const;
+  void run_slice(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
+                 void* scratch) const;
 
   int K() const { return K_; }
   int N() const { return N_; }

@@ -160,6 +160,34 @@ class Run {
     return Status(StatusCode::internal, n.where + ": unknown op");
   }
 
+  // Linear nodes [i, i + run) read one input (Plan::linear_run): in a step of few rows
+  // on several threads their projections run in one parallel region. 1: node i alone.
+  int group_size(int i) const {
+    const int run = plan_.linear_run.empty() ? 1 : plan_.linear_run[i];
+    return run > 1 && s_.M <= graph::Plan::kGroupMaxRows && threads_ > 1 ? run : 1;
+  }
+
+  Status linear_group(int i, int run) {
+    constexpr int kRoom = 16;
+    const graph::Projection* ps[kRoom];
+    float* ys[kRoom];
+    int64_t ldys[kRoom];
+    const int n = plan_.linear_group(i, ps, kRoom);
+    if (n == 0) {  // more projections than kRoom: one node after the other
+      for (int j = i; j < i + run; ++j) HW_RETURN_IF_ERROR(node(j));
+      return Status::Ok();
+    }
+    int k = 0;
+    for (int j = i; j < i + run; ++j)
+      for (size_t o = 0; o < g_.nodes[j].out.size(); ++o, ++k) {
+        const View y = at(g_.nodes[j].out[o]);
+        ys[k] = y.p;
+        ldys[k] = y.stride;
+      }
+    const View x = at(g_.nodes[i].in[0]);
+    return graph::run_projections(ps, n, x.p, x.stride, ys, ldys, s_.M, threads_, s_.scratch, s_.scratch_bytes);
+  }
+
   // Several sequences of which some have more than one row (prompt chunks batched with
   // decode steps): logits for the last row of each, one row per sequence in order, in
   // one GEMM. The last rows are first moved up to rows 0..nseq-1 of the input, in place:
@@ -182,17 +210,24 @@ class Run {
     const auto t_step = Clock::now();
     for (int i = 0; i < static_cast<int>(g_.nodes.size()); ++i) {
       const auto t0 = prof ? Clock::now() : Clock::time_point();
-      HW_RETURN_IF_ERROR(node(i));
+      const int run = group_size(i);
+      HW_RETURN_IF_ERROR(run > 1 ? linear_group(i, run) : node(i));
       if (prof) {
-        const auto t1 = Clock::now();
-        OpTiming& t = (*s_.timings)[i];
-        t.calls += 1;
-        t.seconds += std::chrono::duration<double>(t1 - t0).count();
-        add_work(i, &t);
-        if (s_.trace)
-          s_.trace->push_back({i, std::chrono::duration<double, std::micro>(t0 - t_step).count(),
-                               std::chrono::duration<double, std::micro>(t1 - t0).count(), s_.M});
+        // A group's time goes to its nodes in proportion to their weight bytes.
+        const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+        double bytes = 0, start = std::chrono::duration<double, std::micro>(t0 - t_step).count();
+        for (int j = i; j < i + run; ++j) bytes += weight_bytes(j);
+        for (int j = i; j < i + run; ++j) {
+          const double part = run == 1 || bytes <= 0 ? secs : secs * weight_bytes(j) / bytes;
+          OpTiming& t = (*s_.timings)[j];
+          t.calls += 1;
+          t.seconds += part;
+          add_work(j, &t);
+          if (s_.trace) s_.trace->push_back({j, start, part * 1e6, s_.M});
+          start += part * 1e6;
+        }
       }
+      i += run - 1;
     }
     return Status::Ok();
   }

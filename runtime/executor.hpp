@@ -28,7 +28,8 @@ struct Step {
   float* logits = nullptr;     // (logit rows, vocab)
   bool all_logits = false;     // logits for every row (else: the last row of each sequence)
   int threads = 0;              // the session's setting (see graph::resolve_threads)
-  void* scratch = nullptr;      // plan.linear_scratch_bytes(M) bytes, 64-byte aligned
+  void* scratch = nullptr;      // plan.linear_scratch_bytes(M, threads) bytes, 64-byte aligned
+  size_t scratch_bytes = 0;     // its size (groups of projections run one by one in less)
   // profiling (null: off)
   std::vector<OpTiming>* timings = nullptr;
   std::vector<TraceEvent>* trace = nullptr;

@@ -161,7 +161,7 @@ Status Model::open_session(const SessionOptions& o, std::unique_ptr<Session>* ou
   HW_RETURN_IF_ERROR(check_session_memory(*plan_, session->max_context_, session->max_chunk_, o.all_logits,
                                           o.memory_limit));
   HW_RETURN_IF_ERROR(SessionBuffers::create(*plan_, session->max_context_, session->max_chunk_,
-                                            o.all_logits, o.kv_type, &session->buf_));
+                                            o.all_logits, o.kv_type, o.threads, &session->buf_));
   *out = std::move(session);
   return Status::Ok();
 }

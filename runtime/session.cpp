@@ -72,6 +72,7 @@ Status Session::prefill(const int32_t* tokens, int n) {
     step.all_logits = all_logits_on_;
     step.threads = threads_;
     step.scratch = buf_->linear_scratch.data();  // sized for max_chunk rows at open
+    step.scratch_bytes = buf_->linear_scratch_bytes();
     step.timings = profile_ ? &timings_ : nullptr;
     step.trace = profile_ ? &trace_ : nullptr;
     step.hook = hook_ ? &hook_ : nullptr;
@@ -150,8 +151,9 @@ Status Session::step_batch(Session* const* sessions, const int32_t* tokens, cons
   step.arena = lb.arena.data();
   step.logits = logits;
   step.threads = threads ? threads : lead->threads_;
-  step.scratch = lead->buf_->linear_scratch_for(plan, M);
+  step.scratch = lead->buf_->linear_scratch_for(plan, M, graph::resolve_threads(step.threads));
   if (!step.scratch) return Status(StatusCode::internal, f + ": out of memory");
+  step.scratch_bytes = lead->buf_->linear_scratch_bytes();
   if (lead->profile_ && lead->timings_.empty()) init_timings(plan, &lead->timings_);
   step.timings = lead->profile_ ? &lead->timings_ : nullptr;
   step.trace = lead->profile_ ? &lead->trace_ : nullptr;

@@ -17,7 +17,7 @@ bool AlignedFloats::resize(size_t n) {
 }
 
 Status SessionBuffers::create(const graph::Plan& plan, int max_context, int max_chunk,
-                              bool all_logits, KvType kv_type,
+                              bool all_logits, KvType kv_type, int threads,
                               std::unique_ptr<SessionBuffers>* out) {
   auto b = std::make_unique<SessionBuffers>();
   const graph::Graph& g = plan.graph;
@@ -28,7 +28,7 @@ Status SessionBuffers::create(const graph::Plan& plan, int max_context, int max_
   const size_t arena = size_t(g.arena_cols) * max_chunk;
   const size_t logits = size_t(all_logits ? max_chunk : 1) * g.settings.vocab_size;
   if (!b->kv.resize(kv) || !b->arena.resize(arena) || !b->logits.resize(logits) ||
-      !b->linear_scratch_for(plan, max_chunk))
+      !b->linear_scratch_for(plan, max_chunk, graph::resolve_threads(threads)))
     return out_of_memory(
                   "out of memory opening a session: KV cache " + std::to_string(kv * 4 >> 20) +
                       " MiB, activations " + std::to_string(arena * 4 >> 20) + " MiB");

@@ -43,18 +43,19 @@ struct SessionBuffers {
   KvType kv_type = KvType::f32;
   size_t kv_bytes = 0;   // bytes of the cache in use
 
-  // Scratch for the projections of a step of `rows` rows (grows when a batched decode
-  // has more rows than a prefill pass); null when out of memory.
-  void* linear_scratch_for(const graph::Plan& plan, int rows) {
-    const size_t floats = (plan.linear_scratch_bytes(rows) + sizeof(float) - 1) / sizeof(float);
+  // Scratch for the projections of a step of `rows` rows on `threads` threads (grows
+  // when a batched decode has more rows than a prefill pass); null when out of memory.
+  void* linear_scratch_for(const graph::Plan& plan, int rows, int threads) {
+    const size_t floats = (plan.linear_scratch_bytes(rows, threads) + sizeof(float) - 1) / sizeof(float);
     return linear_scratch.resize(floats ? floats : 16) ? linear_scratch.data() : nullptr;
   }
+  size_t linear_scratch_bytes() const { return linear_scratch.size() * sizeof(float); }
   float* attention_workspace(size_t floats) {
     return attn_workspace.resize(floats ? floats : 16) ? attn_workspace.data() : nullptr;
   }
 
   static Status create(const graph::Plan& plan, int max_context, int max_chunk,
-                       bool all_logits, KvType kv_type, std::unique_ptr<SessionBuffers>* out);
+                       bool all_logits, KvType kv_type, int threads, std::unique_ptr<SessionBuffers>* out);
   // K and V of a slot, each (max_context, kv_width) elements of kv_type.
   char* k_slot(const graph::Plan& plan, int slot) const {
     return reinterpret_cast<char*>(kv.data()) +

@@ -1,0 +1,188 @@
+// run_projections (graph/projection_group.cpp): several projections of one input as
+// output-row slices of one parallel region must give, output for output, exactly what
+// each projection's own run() gives (a slice runs the same kernel on the same rows: only
+// which thread computes a row changes), for every weight type and ISA, row counts up to
+// Plan::kGroupMaxRows, thread counts that put share boundaries inside projections, at
+// their edges and past the number of slices, and N that are not whole slices. And the
+// plan finds the runs of linear nodes on one input (q, k, v; gate, up).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <strings.h>
+
+#include "graph/plan.hpp"
+#include "graph/projection.hpp"
+#include "headwise/model.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/quant/quant.hpp"
+#include "tests/runtime/model_fixtures.hpp"
+#include "tests/status_assert.hpp"
+
+namespace headwise::graph {
+namespace {
+
+namespace hq = kernels::quant;
+using kernels::Isa;
+
+struct alignas(64) Line {
+  char b[64];
+};
+
+kernels::WeightType weight_type(const char* name) {
+  for (int i = 0; i < int(kernels::WeightType::Count); ++i)
+    if (strcasecmp(kernels::weight_type_name(kernels::WeightType(i)), name) == 0) return kernels::WeightType(i);
+  return kernels::WeightType::Count;
+}
+
+// A projection of `type` ("f32" or a catalogue type) with K inputs and N outputs, random
+// weights (quantized row by row), a bias when `bias`. Stored rows live in `keep`.
+std::unique_ptr<Projection> make(const char* type, int K, int N, bool bias, Isa isa, std::mt19937* g,
+                                 std::vector<std::vector<uint8_t>>* keep, std::vector<std::vector<float>>* biases) {
+  std::normal_distribution<float> nd(0, 1);
+  biases->emplace_back(N);
+  for (float& v : biases->back()) v = nd(*g);
+  const float* b = bias ? biases->back().data() : nullptr;
+  std::unique_ptr<Projection> p;
+  Status s;
+  if (std::strcmp(type, "f32") == 0) {
+    std::vector<float> w(size_t(K) * N);
+    for (float& v : w) v = nd(*g);
+    s = Projection::create_f32(w.data(), K, N, 1, K, b, isa, &p);
+  } else {
+    const hq::TypeInfo* ti = nullptr;
+    int n;
+    const hq::WType* types = hq::all_types(&n);
+    for (int i = 0; i < n; ++i)
+      if (strcasecmp(hq::type_info(types[i])->name, type) == 0) ti = hq::type_info(types[i]);
+    EXPECT_NE(ti, nullptr) << type;
+    if (!ti) return nullptr;
+    const size_t rb = hq::row_bytes(*ti, K);
+    keep->emplace_back(rb * N);
+    std::vector<float> row(K);
+    for (int r = 0; r < N; ++r) {
+      for (float& v : row) v = nd(*g);
+      ti->quantize(row.data(), keep->back().data() + r * rb, K);
+    }
+    s = Projection::create_typed(weight_type(type), keep->back().data(), K, N, b, isa, &p);
+  }
+  EXPECT_TRUE(s.ok()) << type << ": " << s.message();
+  return p;
+}
+
+void check_group(const std::vector<const char*>& types, const std::vector<int>& ns, int K, Isa isa) {
+  std::mt19937 g(K + int(types.size()) * 17 + ns[0]);
+  std::vector<std::vector<uint8_t>> keep;
+  std::vector<std::vector<float>> biases;
+  std::vector<std::unique_ptr<Projection>> owned;
+  std::vector<const Projection*> ps;
+  for (size_t i = 0; i < types.size(); ++i) {
+    owned.push_back(make(types[i], K, ns[i], i % 2 == 0, isa, &g, &keep, &biases));
+    ASSERT_TRUE(owned.back());
+    ps.push_back(owned.back().get());
+  }
+  const int count = int(ps.size());
+  std::normal_distribution<float> nd(0, 1);
+  for (int M = 1; M <= Plan::kGroupMaxRows; ++M) {
+    const int64_t ldx = K + 3;
+    std::vector<float> x(size_t(M) * ldx);
+    for (float& v : x) v = nd(g);
+    // Expected: each projection's own run(), one thread.
+    std::vector<std::vector<float>> want(count);
+    size_t seq_scratch = 0;
+    for (const Projection* p : ps) seq_scratch = std::max(seq_scratch, p->scratch_bytes(M));
+    std::vector<Line> scratch1(seq_scratch / 64 + 1);
+    for (int i = 0; i < count; ++i) {
+      want[i].assign(size_t(M) * (ps[i]->N() + 1), NAN);
+      HW_ASSERT_OK(ps[i]->run(x.data(), ldx, want[i].data(), ps[i]->N() + 1, M, 1, scratch1.data()));
+    }
+    for (int threads : {2, 3, 4, 7, 64}) {
+      const size_t need = projections_scratch_bytes(ps.data(), count, M, threads);
+      for (const Projection* p : ps) ASSERT_TRUE(p->can_slice(M)) << "M " << M << ", isa " << kernels::isa_name(isa);
+      std::vector<Line> scratch(std::max(need, seq_scratch) / 64 + 1);
+      for (bool room : {true, false}) {  // false: too little scratch (when any), one run() after the other
+        std::vector<std::vector<float>> got(count);
+        std::vector<float*> ys(count);
+        std::vector<int64_t> ldys(count);
+        for (int i = 0; i < count; ++i) {
+          got[i].assign(size_t(M) * (ps[i]->N() + 1), NAN);
+          ys[i] = got[i].data();
+          ldys[i] = ps[i]->N() + 1;
+        }
+        HW_ASSERT_OK(run_projections(ps.data(), count, x.data(), ldx, ys.data(), ldys.data(), M, threads,
+                                     scratch.data(), room ? std::max(need, seq_scratch) : need / 2));
+        for (int i = 0; i < count; ++i)
+          for (int r = 0; r < M; ++r)
+            for (int n = 0; n < ps[i]->N(); ++n) {
+              const size_t at = size_t(r) * ldys[i] + n;
+              ASSERT_EQ(std::memcmp(&got[i][at], &want[i][at], sizeof(float)), 0)
+                  << types[i] << " (projection " << i << " of " << count << ", N " << ps[i]->N() << ") row " << r
+                  << " output " << n << ": " << got[i][at] << " vs " << want[i][at] << "; M " << M << ", threads "
+                  << threads << ", isa " << kernels::isa_name(isa) << (room ? "" : ", no scratch to split");
+            }
+      }
+    }
+  }
+}
+
+std::vector<Isa> usable_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::avx512, Isa::avx2, Isa::scalar})
+    if (kernels::may_use(isa)) out.push_back(isa);
+  return out;
+}
+
+TEST(RunProjections, SlicesOfEveryTypeMatchEachProjectionsOwnRun) {
+  // N: not whole slices (16-row panel pairs, 16- or 64-column f32 blocks), a single
+  // slice, and a single row.
+  for (Isa isa : usable_isas())
+    for (const char* t : {"f32", "bf16", "f16", "q8_0", "q4_0", "q4_K", "q5_K", "q6_K"})
+      check_group({t, t, t}, {72, 40, 8}, 512, isa);
+}
+
+TEST(RunProjections, MixedTypesAsInAQ4KMLayer) {
+  // Q4_K_M: q, k in Q4_K and v in Q6_K; gate in Q4_K and up in Q6_K on some layers.
+  for (Isa isa : usable_isas()) {
+    check_group({"q4_K", "q4_K", "q6_K"}, {256, 64, 64}, 256, isa);
+    check_group({"q6_K", "q4_K"}, {200, 1}, 768, isa);
+    check_group({"f32", "bf16", "q8_0", "q4_0", "q5_K"}, {17, 33, 48, 100, 24}, 256, isa);
+  }
+}
+
+TEST(RunProjections, PlanFindsTheRunsOfLinearNodesOnOneInput) {
+  const std::shared_ptr<const Model> m = test::tiny();
+  const Plan& p = m->plan();
+  const Graph& g = p.graph;
+  ASSERT_EQ(p.linear_run.size(), g.nodes.size());
+  int threes = 0, twos = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const int run = p.linear_run[i];
+    ASSERT_GE(run, 1);
+    if (g.nodes[i].op != OpKind::linear) {
+      EXPECT_EQ(run, 1) << g.nodes[i].where;
+      continue;
+    }
+    for (int j = int(i) + 1; j < int(i) + run; ++j) {
+      EXPECT_EQ(g.nodes[j].op, OpKind::linear);
+      EXPECT_EQ(g.nodes[j].in[0], g.nodes[i].in[0]);
+    }
+    const size_t next = i + size_t(run);
+    if (next < g.nodes.size() && g.nodes[next].op == OpKind::linear) {
+      EXPECT_NE(g.nodes[next].in[0], g.nodes[i].in[0]) << "the run from " << g.nodes[i].where << " stops early";
+    }
+    if (i == 0 || p.linear_run[i - 1] == 1) {  // the first node of a run
+      threes += run == 3;
+      twos += run == 2;
+    }
+  }
+  // A Llama layer: q, k, v on the attention norm's output; gate and up on the FFN norm's.
+  EXPECT_EQ(threes, m->info().n_layers);
+  EXPECT_EQ(twos, m->info().n_layers);
+}
+
+}  // namespace
+}  // namespace headwise::graph
