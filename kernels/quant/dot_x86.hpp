@@ -60,6 +60,10 @@ inline void ahead(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + kAheadBytes, _MM_HINT_T0);
   _mm_prefetch(static_cast<const char*>(p) + kFarBytes, _MM_HINT_T1);
 }
+// The 8-row panels of Q8_0 and Q4_0 (interleave_x86.hpp), read front to back: one
+// non-temporal request 8 KiB ahead (as peak_probe's read loop) instead.
+constexpr int kNtaBytes = 8192;
+inline void ahead_nta(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kNtaBytes, _MM_HINT_NTA); }
 
 }  // namespace
 }  // namespace headwise::kernels::quant
