@@ -65,5 +65,41 @@ inline void ahead(const void* p) {
 constexpr int kNtaBytes = 8192;
 inline void ahead_nta(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kNtaBytes, _MM_HINT_NTA); }
 
+// An input row as int8 blocks (ActKind::q8a), exactly as prepare_activations rounds it
+// (act.cpp: d = amax / 127, q = round-to-even(x / d) clamped to ±127, which equals the
+// clamp then the rounding, the bounds being integers), 32 values in four ymm registers:
+// the scalar loop took ~1.5 ns a value, 3 us of a 2048-input product's 50 on one thread.
+inline void prepare_q8a(const float* x, BlockQ8A* o, int64_t K) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    const float* xb = x + b * kQK;
+    __m256 v[4];
+    for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xb + 8 * i);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                             _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i)
+      q[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], vid), lo), hi));
+    const __m256i q16 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    o[b].d = d;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o[b].q), _mm256_permutevar8x32_epi32(q16, order));
+    const __m256i s01 = _mm256_add_epi32(q[0], q[1]), s23 = _mm256_add_epi32(q[2], q[3]);
+    // both halves' sums at once: [s01 lanes 0-3 + 4-7 | s23 lanes 0-3 + 4-7], then within
+    const __m256i t = _mm256_add_epi32(_mm256_permute2x128_si256(s01, s23, 0x20),
+                                       _mm256_permute2x128_si256(s01, s23, 0x31));
+    const __m256i u = _mm256_hadd_epi32(t, t);
+    const __m256i w = _mm256_hadd_epi32(u, u);
+    o[b].sum[0] = int16_t(_mm256_extract_epi32(w, 0));
+    o[b].sum[1] = int16_t(_mm256_extract_epi32(w, 4));
+  }
+}
+
 }  // namespace
 }  // namespace headwise::kernels::quant

@@ -361,7 +361,7 @@ struct PanelLinear {
     const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(np, rows))));
     constexpr int TA = panel_tile_a<P>();
     auto prepare = [&](int r) {
-      prepare_activations(ActKind::q8a, x + r * ldx, xa + r * ab, w.K);
+      prepare_q8a(x + r * ldx, reinterpret_cast<BlockQ8A*>(xa + r * ab), w.K);
       const auto* xb = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
       for (int64_t b = 0; b < nb; ++b) st[size_t(r) * nb + b] = -P::kOffset * (xb[b].sum[0] + xb[b].sum[1]);
     };

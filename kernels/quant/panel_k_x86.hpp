@@ -425,7 +425,7 @@ struct PanelKLinear {
     const int64_t np = panels(w), nu = (np + kUnit - 1) / kUnit;  // units: kUnit panels (the last may be fewer)
     const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(nu, rows))));
     auto prepare = [&](int r) {
-      prepare_activations(ActKind::q8a, x + r * ldx, xa + r * ab, w.K);
+      prepare_q8a(x + r * ldx, reinterpret_cast<BlockQ8A*>(xa + r * ab), w.K);
       const auto* blocks = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
       for (int b = 0; b < w.K / kQK; ++b) P::aux(blocks[b], xx + r * xb + b * kAux);
     };
