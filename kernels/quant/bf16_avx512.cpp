@@ -35,5 +35,5 @@ void gemv_bf16__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, const v
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
 extern const LinearKernelImpl linear_bf16__avx512 =
-    quant::QuantLinear<quant::WType::bf16, WeightType::bf16, quant::gemv_bf16__avx512, true>::impl("bf16");
+    quant::QuantLinear<quant::WType::bf16, WeightType::bf16, quant::gemv_bf16__avx512, true, quant::prepare_x86>::impl("bf16");
 }  // namespace headwise::kernels

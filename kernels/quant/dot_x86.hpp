@@ -101,5 +101,33 @@ inline void prepare_q8a(const float* x, BlockQ8A* o, int64_t K) {
   }
 }
 
+// An input row as bf16 (ActKind::bf16), exactly as f32_to_bf16 rounds (to nearest even,
+// a NaN made quiet), in integer arithmetic: AVX512-BF16's vcvtneps2bf16 would flush
+// denormal inputs to zero.
+inline void prepare_bf16(const float* x, uint16_t* o, int64_t K) {
+  const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
+  const __m256i half = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x40);
+  auto round = [&](const float* p) {
+    const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(u, half), _mm256_and_si256(_mm256_srli_epi32(u, 16), one)), 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+    return _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet), nan);
+  };
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    const __m256i packed = _mm256_packus_epi32(round(x + k), round(x + k + 8));  // lanes 0-3 8-11 4-7 12-15
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + k), _mm256_permute4x64_epi64(packed, 0xD8));
+  }
+  for (; k < K; ++k) o[k] = f32_to_bf16(x[k]);
+}
+
+// prepare_activations with the x86 row preparations (QuantLinear's Prep).
+inline void prepare_x86(ActKind a, const float* x, void* out, int64_t K) {
+  if (a == ActKind::bf16) return prepare_bf16(x, static_cast<uint16_t*>(out), K);
+  if (a == ActKind::q8a) return prepare_q8a(x, static_cast<BlockQ8A*>(out), K);
+  prepare_activations(a, x, out, K);
+}
+
 }  // namespace
 }  // namespace headwise::kernels::quant

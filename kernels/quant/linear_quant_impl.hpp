@@ -20,7 +20,9 @@ namespace {
 
 // kVnniBf16: the entry uses AVX512-VNNI/BF16 too; on an AVX-512 CPU without them it
 // declines (supports() is false) and the registry falls to the avx2 entry.
-template <WType T, WeightType RT, GemvFn Fn, bool kVnniBf16>
+// Prep: how an input row is prepared (the x86 entries pass dot_x86.hpp's prepare_x86).
+using PrepFn = void (*)(ActKind, const float*, void*, int64_t);
+template <WType T, WeightType RT, GemvFn Fn, bool kVnniBf16, PrepFn Prep = prepare_activations>
 struct QuantLinear {
   static const TypeInfo& info() { return *type_info(T); }
   static bool supports(const PackedWeights& w) {
@@ -41,7 +43,7 @@ struct QuantLinear {
     const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(groups, rows))));
     const bool serial = nt == 1 || rows <= kSerialPrepareRows;
     if (serial)
-      for (int r = 0; r < rows; ++r) prepare_activations(info().act, x + r * ldx, xa + r * ab, w.K);
+      for (int r = 0; r < rows; ++r) Prep(info().act, x + r * ldx, xa + r * ab, w.K);
     auto share = [&](int t, int n) {
       const int64_t n0 = std::min<int64_t>(w.N, G * (groups * t / n));
       const int64_t n1 = std::min<int64_t>(w.N, G * (groups * (t + 1) / n));
@@ -57,7 +59,7 @@ struct QuantLinear {
     {
       if (!serial) {
 #pragma omp for schedule(static)
-        for (int r = 0; r < rows; ++r) prepare_activations(info().act, x + r * ldx, xa + r * ab, w.K);
+        for (int r = 0; r < rows; ++r) Prep(info().act, x + r * ldx, xa + r * ab, w.K);
       }
       share(omp_get_thread_num(), omp_get_num_threads());
     }
