@@ -1,12 +1,13 @@
 // Decode with grouped-query attention on every line of the kernel list (attention.inc)
-// whose ISA the CPU has: the decode body takes the q_len·G query rows of a KV head
-// together, in row blocks of 8/4/2/1, and widens each K/V vector once for the block.
-// This checks the bookkeeping that introduces: G = 1, 2, 3, 4, 7, 8 (blocks of every
-// size and their remainders), a llama-1b-like 32/8 layout, several query positions per
-// sequence (multi-row decode: causal rows of one block see different keys), cache
-// lengths 1, kv_tile ± 1, several tiles and a long odd one, head_dim with and without a
-// vector tail, f32/f16/bf16 caches, 1–3 threads (one chunk or split keys), against the
-// float64 reference on the same rounded K/V.
+// whose ISA the CPU has: for G of 2, 4, 8 or the vector width the decode body takes the
+// G query rows of a KV head together (attn_decode_impl.hpp: scores_group, pv_group),
+// widening each K/V vector once for them; other G row by row. This checks the
+// bookkeeping that introduces: G = 1, 2, 3, 4, 7, 8, 16 (grouped and not), a
+// llama-1b-like 32/8 layout, several query positions per sequence (multi-row decode:
+// causal rows of one group see different keys), cache lengths 1, kv_tile ± 1, several
+// tiles and a long odd one, head_dim with and without a vector tail and wider than 4
+// vectors (the accumulators split over d), f32/f16/bf16 caches, 1–3 threads (one chunk
+// or split keys), against the float64 reference on the same rounded K/V.
 // Tolerance: max abs error ≤ 1e-5 · max|V| (kRelTol, attention_cases.hpp): the inputs are
 // identical, only fp32 summation order and the exp2 polynomial differ.
 #include <sstream>
@@ -65,6 +66,8 @@ std::vector<GqaCase> cases() {
   v.push_back({2, 1, 16, 2, 128});  // G = 8 at D 128 (accumulators split over d)
   v.push_back({1, 3, 8, 2, 64});    // 3 positions × G 4: blocks of 8 and 4 mix positions
   v.push_back({1, 5, 14, 2, 80});   // 5 × G 7 = 35 rows: 8·4 + 2 + 1
+  v.push_back({1, 1, 32, 2, 64});   // G 16: one key per pass of scores_group on AVX-512
+  v.push_back({1, 2, 8, 4, 128});   // G 2 at D 128: 8-vector accumulators, 2 positions
   return v;
 }
 
