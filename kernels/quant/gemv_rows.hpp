@@ -3,6 +3,8 @@
 // decode step (row bytes are K·bits/8: 4 KiB for K = 8192 at 4 bits).
 #pragma once
 
+#include <omp.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -30,6 +32,27 @@ void gemv_rows(const void* w, size_t row_bytes, int64_t n0, int64_t n1, const vo
 // (its fork and join ~3 us more: one thread, e.g. a share of graph::run_projections,
 // runs without a parallel region).
 constexpr int kSerialPrepareRows = 2;
+
+// The shape every weight-type entry's run() has: prepare(r) for each input row, then
+// share(t, n) on each of nt threads (its part of the output rows). Up to
+// kSerialPrepareRows rows, or on one thread, the caller prepares them before the
+// threads start; more are split over the threads (then a barrier). One thread: no
+// parallel region at all.
+template <class Prepare, class Share>
+void prepare_then_share(int rows, int nt, Prepare&& prepare, Share&& share) {
+  const bool serial = nt == 1 || rows <= kSerialPrepareRows;
+  if (serial)
+    for (int r = 0; r < rows; ++r) prepare(r);
+  if (nt == 1) return share(0, 1);
+#pragma omp parallel num_threads(nt)
+  {
+    if (!serial) {
+#pragma omp for schedule(static)
+      for (int r = 0; r < rows; ++r) prepare(r);
+    }
+    share(omp_get_thread_num(), omp_get_num_threads());
+  }
+}
 
 }  // namespace
 }  // namespace headwise::kernels::quant

@@ -29,8 +29,6 @@
 // Include only from a *_avx2.cpp / *_avx512.cpp file.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 
 #include "kernels/matmul/linear.hpp"
@@ -365,9 +363,6 @@ struct PanelLinear {
       const auto* xb = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
       for (int64_t b = 0; b < nb; ++b) st[size_t(r) * nb + b] = -P::kOffset * (xb[b].sum[0] + xb[b].sum[1]);
     };
-    const bool serial = nt == 1 || rows <= kSerialPrepareRows;
-    if (serial)
-      for (int r = 0; r < rows; ++r) prepare(r);
     auto share = [&](int t, int n) {
       const int64_t p0 = np * t / n, p1 = np * (t + 1) / n;
       if (p0 < p1) {
@@ -394,15 +389,7 @@ struct PanelLinear {
         }
       }
     };
-    if (nt == 1) return share(0, 1);  // no parallel region (see kSerialPrepareRows)
-#pragma omp parallel num_threads(nt)
-    {
-      if (!serial) {
-#pragma omp for schedule(static)
-        for (int r = 0; r < rows; ++r) prepare(r);
-      }
-      share(omp_get_thread_num(), omp_get_num_threads());
-    }
+    prepare_then_share(rows, nt, prepare, share);
   }
   static constexpr LinearKernelImpl impl(const char* name) {
     return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanelRows};

@@ -7,8 +7,6 @@
 // output rows of W by all inputs, one weight row at a time, then adds the bias.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 
 #include "kernels/matmul/linear.hpp"
@@ -41,9 +39,7 @@ struct QuantLinear {
     constexpr int64_t G = 4;
     const int64_t groups = (int64_t(w.N) + G - 1) / G;
     const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(groups, rows))));
-    const bool serial = nt == 1 || rows <= kSerialPrepareRows;
-    if (serial)
-      for (int r = 0; r < rows; ++r) Prep(info().act, x + r * ldx, xa + r * ab, w.K);
+    auto prepare = [&](int r) { Prep(info().act, x + r * ldx, xa + r * ab, w.K); };
     auto share = [&](int t, int n) {
       const int64_t n0 = std::min<int64_t>(w.N, G * (groups * t / n));
       const int64_t n1 = std::min<int64_t>(w.N, G * (groups * (t + 1) / n));
@@ -54,15 +50,7 @@ struct QuantLinear {
             for (int64_t j = n0; j < n1; ++j) y[r * ldy + j] += bias[j];
       }
     };
-    if (nt == 1) return share(0, 1);  // no parallel region (see kSerialPrepareRows)
-#pragma omp parallel num_threads(nt)
-    {
-      if (!serial) {
-#pragma omp for schedule(static)
-        for (int r = 0; r < rows; ++r) Prep(info().act, x + r * ldx, xa + r * ab, w.K);
-      }
-      share(omp_get_thread_num(), omp_get_num_threads());
-    }
+    prepare_then_share(rows, nt, prepare, share);
   }
   static constexpr LinearKernelImpl impl(const char* name) { return {name, 0, supports, scratch_bytes, run}; }
 };

@@ -46,8 +46,6 @@
 // Include only from a *_avx2.cpp / *_avx512.cpp file.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -429,9 +427,6 @@ struct PanelKLinear {
       const auto* blocks = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
       for (int b = 0; b < w.K / kQK; ++b) P::aux(blocks[b], xx + r * xb + b * kAux);
     };
-    const bool serial = nt == 1 || rows <= kSerialPrepareRows;
-    if (serial)
-      for (int r = 0; r < rows; ++r) prepare(r);
     auto share = [&](int t, int n) {
       const int64_t u0 = nu * t / n, u1 = nu * (t + 1) / n;
       for (int m0 = 0; m0 < rows; m0 += kChunkRows) {
@@ -444,15 +439,7 @@ struct PanelKLinear {
         }
       }
     };
-    if (nt == 1) return share(0, 1);  // no parallel region (see kSerialPrepareRows)
-#pragma omp parallel num_threads(nt)
-    {
-      if (!serial) {
-#pragma omp for schedule(static)
-        for (int r = 0; r < rows; ++r) prepare(r);
-      }
-      share(omp_get_thread_num(), omp_get_num_threads());
-    }
+    prepare_then_share(rows, nt, prepare, share);
   }
   static constexpr LinearKernelImpl impl(const char* name) {
     return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanelKRows};
