@@ -20,12 +20,14 @@ size_t Plan::linear_scratch_bytes(int rows, int threads) const {
   size_t most = 0;
   for (const auto& outs : linears)
     for (const auto& p : outs) most = std::max(most, p->scratch_bytes(rows));
-  if (rows <= kGroupMaxRows && threads > 1)
+  // A session sized for `rows` also runs steps of fewer (decode): those of up to
+  // kGroupMaxRows run the groups.
+  if (threads > 1)
     for (size_t i = 0; i < linear_run.size(); ++i)
       if (linear_run[i] > 1) {
         const Projection* group[16];
         const int n = linear_group(int(i), group, 16);
-        if (n > 1) most = std::max(most, projections_scratch_bytes(group, n, rows, threads));
+        if (n > 1) most = std::max(most, projections_scratch_bytes(group, n, std::min(rows, kGroupMaxRows), threads));
       }
   return most;
 }

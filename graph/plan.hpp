@@ -66,7 +66,7 @@ struct Plan {
   int kv_width() const { return graph.settings.n_kv_heads * graph.settings.head_dim; }
 
   // Scratch any projection, or group of them (linear_run) on `threads` threads, needs
-  // for a step of `rows` rows (the session owns it).
+  // for a step of up to `rows` rows (the session owns it).
   size_t linear_scratch_bytes(int rows, int threads = 1) const;
   // The projections of linear nodes [i, i + linear_run[i]) in order; 0 when more than `room`.
   int linear_group(int i, const Projection** out, int room) const;

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <memory>
 #include <random>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "headwise/model.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/quant/quant.hpp"
+#include "runtime/synthetic.hpp"
 #include "tests/runtime/model_fixtures.hpp"
 #include "tests/status_assert.hpp"
 
@@ -182,6 +184,30 @@ TEST(RunProjections, PlanFindsTheRunsOfLinearNodesOnOneInput) {
   // A Llama layer: q, k, v on the attention norm's output; gate and up on the FFN norm's.
   EXPECT_EQ(threes, m->info().n_layers);
   EXPECT_EQ(twos, m->info().n_layers);
+}
+
+TEST(RunProjections, SessionScratchLetsEveryStepOfFewRowsSplit) {
+  // A session's scratch, sized for steps of up to `rows` rows, lets every run split the
+  // decode steps (fewer rows) over its threads. Q8_0 weights: their kernels need scratch
+  // for the rounded inputs (f32 ones need none).
+  std::shared_ptr<const Model> m;
+  std::string types;
+  HW_ASSERT_OK(synthetic_model("tiny", 7, "q8_0", &m, &types));
+  const Plan& q = m->plan();
+  std::cout << "[   INFO   ] tiny as q8_0: " << types << "\n";
+  for (int rows : {1, 3, 4, 8, 512})
+    for (int threads : {2, 16}) {
+      const size_t have = q.linear_scratch_bytes(rows, threads);
+      for (size_t i = 0; i < q.graph.nodes.size(); ++i) {
+        if (q.linear_run[i] < 2) continue;
+        const Projection* group[16];
+        const int n = q.linear_group(int(i), group, 16);
+        ASSERT_GT(n, 1);
+        for (int M = 1; M <= std::min(rows, Plan::kGroupMaxRows); ++M)
+          EXPECT_GE(have, projections_scratch_bytes(group, n, M, threads))
+              << "session rows " << rows << ", threads " << threads << ", step of " << M << " rows";
+      }
+    }
 }
 
 }  // namespace
