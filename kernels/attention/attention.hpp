@@ -148,7 +148,7 @@ struct AttnPlan {
   AttnPath path = AttnPath::prefill;
   int threads = 1;
   int kv_chunks = 1;            // decode: key chunks per sequence
-  size_t scratch_floats = 0;    // per thread, rounded to 16 floats
+  size_t scratch_floats = 0;    // per thread, with 4 KiB between threads (attention.cpp)
   size_t partial_floats = 0;    // decode partial states, all chunks
   size_t workspace_floats() const { return scratch_floats * threads + partial_floats; }
 };

@@ -58,6 +58,33 @@ TEST_P(AttentionDecodeGqa, EveryKernelMatchesReferenceAtOddCacheLengths) {
   EXPECT_GT(ran, 0);
 }
 
+// How the decode path splits a token's keys (attention.cpp plan_attention): one chunk
+// per thread of whole 16-key groups (four tasks per thread rounded to the 64-key tile
+// left 2 threads at 528 keys five tasks of 128, 128, 128, 128 and 16 keys), and each
+// thread's scratch and each task's partial states 4 KiB or more from another's (when
+// adjacent, one core's prefetchers took the lines the other was writing: the call took
+// ~1.7x as long).
+TEST(AttentionDecodePlan, OneChunkPerThreadAndEachThreadsRegionsApart) {
+  for (const AttnKernel& k : kernels::attn_kernels()) {
+    AttnData data(1, 1, 528, 32, 8, 64, /*seed=*/1);
+    const AttnProblem p = data.problem(true, data.out.data(), k.kv_type);
+    const kernels::AttnPlan plan = kernels::plan_attention(k, p, 2, AttnPath::decode);
+    EXPECT_EQ(plan.kv_chunks, 2) << k.name;
+    EXPECT_EQ(plan.threads, 2) << k.name;
+    EXPECT_EQ(plan.scratch_floats % 1024, 0u) << k.name;
+    EXPECT_GE(plan.scratch_floats, kernels::decode_scratch_floats(k.kv_tile, 32, 64) + 1024) << k.name;
+    const size_t task = plan.partial_floats / 2;
+    EXPECT_EQ(task % 1024, 0u) << k.name;
+    EXPECT_GE(task, size_t(32) * kernels::decode_part_floats(64) + 1024) << k.name;
+    // Too few keys for two chunks of kMinChunkKeys: one chunk, one thread.
+    AttnData short_data(1, 1, 100, 32, 8, 64, /*seed=*/2);
+    const kernels::AttnPlan one =
+        kernels::plan_attention(k, short_data.problem(true, short_data.out.data(), k.kv_type), 2, AttnPath::decode);
+    EXPECT_EQ(one.kv_chunks, 1) << k.name;
+    EXPECT_EQ(one.threads, 1) << k.name;
+  }
+}
+
 std::vector<GqaCase> cases() {
   std::vector<GqaCase> v;
   for (int G : {1, 2, 3, 4, 7, 8})
