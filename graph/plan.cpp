@@ -21,13 +21,14 @@ size_t Plan::linear_scratch_bytes(int rows, int threads) const {
   for (const auto& outs : linears)
     for (const auto& p : outs) most = std::max(most, p->scratch_bytes(rows));
   // A session sized for `rows` also runs steps of fewer (decode): those of up to
-  // kGroupMaxRows run the groups.
+  // kGroupMaxRows run each run of linear nodes, or lone one (the classifier too), as
+  // shares (run_projections).
   if (threads > 1)
     for (size_t i = 0; i < linear_run.size(); ++i)
-      if (linear_run[i] > 1) {
+      if (!linears[i].empty()) {
         const Projection* group[16];
         const int n = linear_group(int(i), group, 16);
-        if (n > 1) most = std::max(most, projections_scratch_bytes(group, n, std::min(rows, kGroupMaxRows), threads));
+        if (n > 0) most = std::max(most, projections_scratch_bytes(group, n, std::min(rows, kGroupMaxRows), threads));
       }
   return most;
 }

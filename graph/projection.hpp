@@ -27,16 +27,27 @@ namespace headwise::graph {
 class WeightArena;
 class Projection;
 
-// Several projections of the same input (a layer's q, k and v; gate and up) in one
-// parallel region when M rows can be sliced (Projection::can_slice; decode): each
+// One projection, or several of the same input (a layer's q, k and v; gate and up) in
+// one parallel region, when M rows can be sliced (Projection::can_slice; decode): each
 // thread takes an equal share of their weight bytes, as output-row slices, preparing
 // its own copy of the inputs, so the threads start and meet once instead of once per
 // projection (on this project's 2-core VM a parallel region costs ~3 us and a barrier
 // ~1.4 us: a 768x768 Q4_K product streams in ~4 us). Otherwise, or with one thread,
 // or with less than threads x the largest slice_scratch_bytes(M) of scratch: one run()
 // after the other. ys[i] (rows ldys[i] apart) is ps[i]'s output.
+//
+// `balance` (optional, one per call site: a step's node): the shares follow how fast each
+// thread finished its last ones (ShareBalance), so a core slowed by another tenant or a
+// type that costs more per byte (Q6_K beside Q4_K) gets fewer bytes next time. Which
+// thread computes an output row never changes the row: the results are identical.
+struct ShareBalance {
+  static constexpr int kMaxThreads = 16;  // more: equal shares
+  int threads = 0;                        // speeds are for this many (0: none yet)
+  float speed[kMaxThreads] = {};          // relative bytes per time, mean 1
+};
 Status run_projections(const Projection* const* ps, int count, const float* x, int64_t ldx, float* const* ys,
-                       const int64_t* ldys, int M, int threads, void* scratch, size_t scratch_bytes);
+                       const int64_t* ldys, int M, int threads, void* scratch, size_t scratch_bytes,
+                       ShareBalance* balance = nullptr);
 // The scratch run_projections needs to split M rows over `threads` threads.
 size_t projections_scratch_bytes(const Projection* const* ps, int count, int M, int threads);
 

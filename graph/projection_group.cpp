@@ -1,7 +1,12 @@
-// Several projections of one input in one parallel region (see projection.hpp).
+// Projections of one input in one parallel region, each thread a share of their weight
+// bytes (see projection.hpp).
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "graph/projection.hpp"
 
@@ -33,6 +38,39 @@ int boundary(const Projection& p, size_t at, size_t bytes) {
   return int(std::min<int64_t>(p.N(), (row + g / 2) / g * g));
 }
 
+// A clock for the shares' finishing times: the time-stamp counter where there is one
+// (constant rate on the x86 CPUs headwise targets; ~20 cycles), else steady_clock.
+inline uint64_t ticks() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
+// How a call's measurements move the speeds: each thread's bytes per tick since the
+// region began (its start-up included: a thread that starts later must finish less),
+// relative to the threads' mean, limited to [1/2, 2] of its current speed (a thread
+// preempted once does not lose its share), then a quarter of the way from the old speed.
+// At equal finishing times the shares do not move.
+void update(ShareBalance* b, int n, const double* bytes, const uint64_t* end, uint64_t start) {
+  float sample[ShareBalance::kMaxThreads];
+  double mean = 0;
+  for (int t = 0; t < n; ++t) {
+    if (bytes[t] <= 0 || end[t] <= start) return;  // a thread without work: no signal
+    sample[t] = float(bytes[t] / double(end[t] - start));
+    mean += sample[t];
+  }
+  mean /= n;
+  double total = 0;
+  for (int t = 0; t < n; ++t) {
+    const float r = std::clamp(float(sample[t] / mean), 0.5f * b->speed[t], 2.0f * b->speed[t]);
+    b->speed[t] = 0.75f * b->speed[t] + 0.25f * r;
+    total += b->speed[t];
+  }
+  for (int t = 0; t < n; ++t) b->speed[t] = float(b->speed[t] * n / total);
+}
+
 }  // namespace
 
 size_t projections_scratch_bytes(const Projection* const* ps, int count, int M, int threads) {
@@ -41,32 +79,62 @@ size_t projections_scratch_bytes(const Projection* const* ps, int count, int M, 
 }
 
 Status run_projections(const Projection* const* ps, int count, const float* x, int64_t ldx, float* const* ys,
-                       const int64_t* ldys, int M, int threads, void* scratch, size_t scratch_bytes) {
+                       const int64_t* ldys, int M, int threads, void* scratch, size_t scratch_bytes,
+                       ShareBalance* balance) {
   const size_t each = per_thread_scratch(ps, count, M);
-  if (threads < 2 || count < 2 || !sliceable(ps, count, M) || size_t(threads) * each > scratch_bytes) {
+  if (threads < 2 || !sliceable(ps, count, M) || size_t(threads) * each > scratch_bytes) {
     for (int i = 0; i < count; ++i) HW_RETURN_IF_ERROR(ps[i]->run(x, ldx, ys[i], ldys[i], M, threads, scratch));
     return Status::Ok();
   }
   size_t total = 0;
   for (int i = 0; i < count; ++i) total += ps[i]->weight_bytes();
+  if (balance && threads > ShareBalance::kMaxThreads) balance = nullptr;
+  if (balance && balance->threads != threads) {
+    balance->threads = threads;
+    std::fill(balance->speed, balance->speed + threads, 1.0f);
+  }
+  // Thread t's share starts at byte total · cut[t] / cut[n] of the weights laid end to end.
+  double cut[ShareBalance::kMaxThreads + 1] = {0};
+  double done[ShareBalance::kMaxThreads] = {0};
+  uint64_t end[ShareBalance::kMaxThreads] = {0};
+  if (balance)
+    for (int t = 0; t < threads; ++t) cut[t + 1] = cut[t] + balance->speed[t];
+  int team = 0;
+  const uint64_t start = balance ? ticks() : 0;
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
     void* mine = static_cast<char*>(scratch) + size_t(t) * each;
-    // This thread's bytes [lo, hi) of the projections' weights laid end to end.
-    const size_t lo = size_t(static_cast<unsigned __int128>(total) * unsigned(t) / unsigned(n));
-    const size_t hi = size_t(static_cast<unsigned __int128>(total) * unsigned(t + 1) / unsigned(n));
+    // This thread's bytes [lo, hi): speed-weighted with a balance for this team size,
+    // else equal.
+    const bool weighted = balance && n == threads;
+    auto at_cut = [&](int c) {
+      if (c == n) return total;
+      return weighted ? std::min(total, size_t(double(total) * cut[c] / cut[n]))
+                      : size_t(static_cast<unsigned __int128>(total) * unsigned(c) / unsigned(n));
+    };
+    const size_t lo = at_cut(t), hi = at_cut(t + 1);
     size_t at = 0;
+    double mine_bytes = 0;
     for (int i = 0; i < count && at < hi; ++i) {
       const size_t bytes = ps[i]->weight_bytes();
       if (at + bytes > lo) {
         const int n0 = boundary(*ps[i], std::max(lo, at) - at, bytes);
         const int n1 = boundary(*ps[i], std::min(hi, at + bytes) - at, bytes);
-        if (n0 < n1) ps[i]->run_slice(x, ldx, ys[i], ldys[i], M, n0, n1, mine);
+        if (n0 < n1) {
+          ps[i]->run_slice(x, ldx, ys[i], ldys[i], M, n0, n1, mine);
+          mine_bytes += double(bytes) * (n1 - n0) / ps[i]->N();
+        }
       }
       at += bytes;
     }
+    if (weighted) {
+      done[t] = mine_bytes;
+      end[t] = ticks();
+      if (t == 0) team = n;
+    }
   }
+  if (balance && team == threads) update(balance, threads, done, end, start);
   return Status::Ok();
 }
 

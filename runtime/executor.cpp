@@ -149,9 +149,13 @@ class Run {
         const int nseq = static_cast<int>(s_.seqs.size());
         if (s_.all_logits || nseq == M)
           return plan_.linears[i][0]->run(x.p, x.stride, s_.logits, V, M, th, s_.scratch);
-        if (nseq == 1)
-          return plan_.linears[i][0]->run(x.p + (M - 1) * x.stride, x.stride, s_.logits, V, 1, th,
-                                          s_.scratch);
+        if (nseq == 1) {  // the last row: shares balanced as a linear node's
+          const graph::Projection* p = plan_.linears[i][0].get();
+          float* y = s_.logits;
+          const int64_t ldy = V;
+          return graph::run_projections(&p, 1, x.p + (M - 1) * x.stride, x.stride, &y, &ldy, 1, th, s_.scratch,
+                                        s_.scratch_bytes, balance(i));
+        }
         return last_rows_logits(i, n, x);
       }
       case OpKind::Count:
@@ -161,11 +165,14 @@ class Run {
   }
 
   // Linear nodes [i, i + run) read one input (Plan::linear_run): in a step of few rows
-  // on several threads their projections run in one parallel region. 1: node i alone.
+  // on several threads their projections, or a lone linear node's, run in one parallel
+  // region (run_projections), the shares balanced per node (Step::balance). 0: node i
+  // is not a linear node run that way.
   int group_size(int i) const {
-    const int run = plan_.linear_run.empty() ? 1 : plan_.linear_run[i];
-    return run > 1 && s_.M <= graph::Plan::kGroupMaxRows && threads_ > 1 ? run : 1;
+    if (g_.nodes[i].op != OpKind::linear || plan_.linear_run.empty()) return 0;
+    return s_.M <= graph::Plan::kGroupMaxRows && threads_ > 1 ? plan_.linear_run[i] : 0;
   }
+  graph::ShareBalance* balance(int i) const { return s_.balance ? s_.balance + i : nullptr; }
 
   Status linear_group(int i, int run) {
     constexpr int kRoom = 16;
@@ -185,7 +192,8 @@ class Run {
         ldys[k] = y.stride;
       }
     const View x = at(g_.nodes[i].in[0]);
-    return graph::run_projections(ps, n, x.p, x.stride, ys, ldys, s_.M, threads_, s_.scratch, s_.scratch_bytes);
+    return graph::run_projections(ps, n, x.p, x.stride, ys, ldys, s_.M, threads_, s_.scratch, s_.scratch_bytes,
+                                  balance(i));
   }
 
   // Several sequences of which some have more than one row (prompt chunks batched with
@@ -210,8 +218,8 @@ class Run {
     const auto t_step = Clock::now();
     for (int i = 0; i < static_cast<int>(g_.nodes.size()); ++i) {
       const auto t0 = prof ? Clock::now() : Clock::time_point();
-      const int run = group_size(i);
-      HW_RETURN_IF_ERROR(run > 1 ? linear_group(i, run) : node(i));
+      const int grouped = group_size(i), run = std::max(1, grouped);
+      HW_RETURN_IF_ERROR(grouped ? linear_group(i, grouped) : node(i));
       if (prof) {
         // A group's time goes to its nodes in proportion to their weight bytes.
         const double secs = std::chrono::duration<double>(Clock::now() - t0).count();

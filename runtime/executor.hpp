@@ -30,6 +30,7 @@ struct Step {
   int threads = 0;              // the session's setting (see graph::resolve_threads)
   void* scratch = nullptr;      // plan.linear_scratch_bytes(M, threads) bytes, 64-byte aligned
   size_t scratch_bytes = 0;     // its size (groups of projections run one by one in less)
+  graph::ShareBalance* balance = nullptr;  // (plan nodes,): run_projections' shares; null: equal
   // profiling (null: off)
   std::vector<OpTiming>* timings = nullptr;
   std::vector<TraceEvent>* trace = nullptr;

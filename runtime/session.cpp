@@ -73,6 +73,7 @@ Status Session::prefill(const int32_t* tokens, int n) {
     step.threads = threads_;
     step.scratch = buf_->linear_scratch.data();  // sized for max_chunk rows at open
     step.scratch_bytes = buf_->linear_scratch_bytes();
+    step.balance = buf_->balance.data();
     step.timings = profile_ ? &timings_ : nullptr;
     step.trace = profile_ ? &trace_ : nullptr;
     step.hook = hook_ ? &hook_ : nullptr;
@@ -154,6 +155,7 @@ Status Session::step_batch(Session* const* sessions, const int32_t* tokens, cons
   step.scratch = lead->buf_->linear_scratch_for(plan, M, graph::resolve_threads(step.threads));
   if (!step.scratch) return Status(StatusCode::internal, f + ": out of memory");
   step.scratch_bytes = lead->buf_->linear_scratch_bytes();
+  step.balance = lead->buf_->balance.data();
   if (lead->profile_ && lead->timings_.empty()) init_timings(plan, &lead->timings_);
   step.timings = lead->profile_ ? &lead->timings_ : nullptr;
   step.trace = lead->profile_ ? &lead->trace_ : nullptr;

@@ -33,6 +33,7 @@ Status SessionBuffers::create(const graph::Plan& plan, int max_context, int max_
                   "out of memory opening a session: KV cache " + std::to_string(kv * 4 >> 20) +
                       " MiB, activations " + std::to_string(arena * 4 >> 20) + " MiB");
   b->pos.resize(max_chunk);
+  b->balance.resize(plan.graph.nodes.size());
   *out = std::move(b);
   return Status::Ok();
 }

@@ -39,6 +39,7 @@ struct SessionBuffers {
   std::vector<int32_t> pos;  // (max_chunk,) position of each row of a step
   AlignedFloats linear_scratch;  // plan.linear_scratch_bytes(rows per step)
   AlignedFloats attn_workspace;  // kernels::AttnPlan::workspace_floats() of the largest step
+  std::vector<graph::ShareBalance> balance;  // (plan nodes,): how each node's shares split
   int max_context = 0;
   KvType kv_type = KvType::f32;
   size_t kv_bytes = 0;   // bytes of the cache in use

@@ -3,8 +3,9 @@
 // each projection's own run() gives (a slice runs the same kernel on the same rows: only
 // which thread computes a row changes), for every weight type and ISA, row counts up to
 // Plan::kGroupMaxRows, thread counts that put share boundaries inside projections, at
-// their edges and past the number of slices, and N that are not whole slices. And the
-// plan finds the runs of linear nodes on one input (q, k, v; gate, up).
+// their edges and past the number of slices, N that are not whole slices, and shares
+// weighted by a ShareBalance (any speeds: the rows move between threads, not their
+// values). And the plan finds the runs of linear nodes on one input (q, k, v; gate, up).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -106,7 +107,18 @@ void check_group(const std::vector<const char*>& types, const std::vector<int>& 
       const size_t need = projections_scratch_bytes(ps.data(), count, M, threads);
       for (const Projection* p : ps) ASSERT_TRUE(p->can_slice(M)) << "M " << M << ", isa " << kernels::isa_name(isa);
       std::vector<Line> scratch(std::max(need, seq_scratch) / 64 + 1);
-      for (bool room : {true, false}) {  // false: too little scratch (when any), one run() after the other
+      // Shares: equal (no balance), weighted by a balance skewed either way (a slow
+      // first or last thread), and one a run has moved (then used again).
+      ShareBalance fresh, low_first, high_first;
+      low_first.threads = high_first.threads = threads;
+      for (int t = 0; t < std::min(threads, ShareBalance::kMaxThreads); ++t) {
+        low_first.speed[t] = t == 0 ? 0.05f : 1.5f;
+        high_first.speed[t] = t == 0 ? 1.9f : 0.1f;
+      }
+      ShareBalance* balances[] = {nullptr, &low_first, &high_first, &fresh, &fresh};
+      for (int mode = 0; mode < 6; ++mode) {
+        const bool room = mode < 5;  // 5: too little scratch (when any), one run() after the other
+        ShareBalance* balance = room ? balances[mode] : nullptr;
         std::vector<std::vector<float>> got(count);
         std::vector<float*> ys(count);
         std::vector<int64_t> ldys(count);
@@ -116,7 +128,16 @@ void check_group(const std::vector<const char*>& types, const std::vector<int>& 
           ldys[i] = ps[i]->N() + 1;
         }
         HW_ASSERT_OK(run_projections(ps.data(), count, x.data(), ldx, ys.data(), ldys.data(), M, threads,
-                                     scratch.data(), room ? std::max(need, seq_scratch) : need / 2));
+                                     scratch.data(), room ? std::max(need, seq_scratch) : need / 2, balance));
+        if (balance == &fresh && threads <= ShareBalance::kMaxThreads) {  // speeds stay positive, of mean 1
+          ASSERT_EQ(balance->threads, threads);
+          double sum = 0;
+          for (int t = 0; t < threads; ++t) {
+            ASSERT_GT(balance->speed[t], 0.0f) << "thread " << t << " of " << threads;
+            sum += balance->speed[t];
+          }
+          ASSERT_NEAR(sum, threads, 1e-3 * threads);
+        }
         for (int i = 0; i < count; ++i)
           for (int r = 0; r < M; ++r)
             for (int n = 0; n < ps[i]->N(); ++n) {
@@ -124,7 +145,8 @@ void check_group(const std::vector<const char*>& types, const std::vector<int>& 
               ASSERT_EQ(std::memcmp(&got[i][at], &want[i][at], sizeof(float)), 0)
                   << types[i] << " (projection " << i << " of " << count << ", N " << ps[i]->N() << ") row " << r
                   << " output " << n << ": " << got[i][at] << " vs " << want[i][at] << "; M " << M << ", threads "
-                  << threads << ", isa " << kernels::isa_name(isa) << (room ? "" : ", no scratch to split");
+                  << threads << ", isa " << kernels::isa_name(isa) << (room ? "" : ", no scratch to split")
+                  << ", balance mode " << mode;
             }
       }
     }
@@ -142,8 +164,10 @@ TEST(RunProjections, SlicesOfEveryTypeMatchEachProjectionsOwnRun) {
   // N: not whole slices (16-row panel pairs, 16- or 64-column f32 blocks), a single
   // slice, and a single row.
   for (Isa isa : usable_isas())
-    for (const char* t : {"f32", "bf16", "f16", "q8_0", "q4_0", "q4_K", "q5_K", "q6_K"})
+    for (const char* t : {"f32", "bf16", "f16", "q8_0", "q4_0", "q4_K", "q5_K", "q6_K"}) {
       check_group({t, t, t}, {72, 40, 8}, 512, isa);
+      check_group({t}, {104}, 256, isa);  // one projection alone (o, down, the classifier)
+    }
 }
 
 TEST(RunProjections, MixedTypesAsInAQ4KMLayer) {
