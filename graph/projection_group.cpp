@@ -1,6 +1,5 @@
 // Projections of one input in one parallel region, each thread a share of their weight
 // bytes (see projection.hpp).
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +8,7 @@
 #endif
 
 #include "graph/projection.hpp"
+#include "graph/team.hpp"
 
 namespace headwise::graph {
 namespace {
@@ -101,9 +101,7 @@ Status run_projections(const Projection* const* ps, int count, const float* x, i
     for (int t = 0; t < threads; ++t) cut[t + 1] = cut[t] + balance->speed[t];
   int team = 0;
   const uint64_t start = balance ? ticks() : 0;
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+  parallel_run(threads, [&](int t, int n) {
     void* mine = static_cast<char*>(scratch) + size_t(t) * each;
     // This thread's bytes [lo, hi): speed-weighted with a balance for this team size,
     // else equal.
@@ -133,7 +131,7 @@ Status run_projections(const Projection* const* ps, int count, const float* x, i
       end[t] = ticks();
       if (t == 0) team = n;
     }
-  }
+  });
   if (balance && team == threads) update(balance, threads, done, end, start);
   return Status::Ok();
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "graph/team.hpp"
 #include "graph/weights.hpp"
 #include "kernels/convert/kv_convert.hpp"
 #include "kernels/elementwise/elementwise.hpp"
@@ -145,17 +146,9 @@ class Run {
         // Only the rows whose logits are wanted: every row, or the last row of each
         // sequence (one per sequence in a batched decode, where every sequence has one).
         const View x = at(n.in[0]);
-        const int V = g_.settings.vocab_size;
         const int nseq = static_cast<int>(s_.seqs.size());
-        if (s_.all_logits || nseq == M)
-          return plan_.linears[i][0]->run(x.p, x.stride, s_.logits, V, M, th, s_.scratch);
-        if (nseq == 1) {  // the last row: shares balanced as a linear node's
-          const graph::Projection* p = plan_.linears[i][0].get();
-          float* y = s_.logits;
-          const int64_t ldy = V;
-          return graph::run_projections(&p, 1, x.p + (M - 1) * x.stride, x.stride, &y, &ldy, 1, th, s_.scratch,
-                                        s_.scratch_bytes, balance(i));
-        }
+        if (s_.all_logits || nseq == M) return classify(i, x.p, x.stride, M);
+        if (nseq == 1) return classify(i, x.p + (M - 1) * x.stride, x.stride, 1);  // the last row
         return last_rows_logits(i, n, x);
       }
       case OpKind::Count:
@@ -196,6 +189,19 @@ class Run {
                                   balance(i));
   }
 
+  // Logits of `rows` rows (rows ldx apart) into the step's logits: few rows as shares
+  // balanced like a linear node's (run_projections; also what keeps a decode step off
+  // OpenMP's threads, graph/team.hpp), more as one product.
+  Status classify(int i, const float* x, int64_t ldx, int rows) const {
+    const graph::Projection* p = plan_.linears[i][0].get();
+    float* y = s_.logits;
+    const int64_t ldy = g_.settings.vocab_size;
+    if (rows <= graph::Plan::kGroupMaxRows)
+      return graph::run_projections(&p, 1, x, ldx, &y, &ldy, rows, threads_, s_.scratch, s_.scratch_bytes,
+                                    balance(i));
+    return p->run(x, ldx, y, ldy, rows, threads_, s_.scratch);
+  }
+
   // Several sequences of which some have more than one row (prompt chunks batched with
   // decode steps): logits for the last row of each, one row per sequence in order, in
   // one GEMM. The last rows are first moved up to rows 0..nseq-1 of the input, in place:
@@ -203,13 +209,13 @@ class Run {
   // after it; and sequence q's last row is at or below row q and above every later
   // sequence's rows, so no row is overwritten before it is moved.
   Status last_rows_logits(int i, const Node& n, const View& x) const {
-    const int V = g_.settings.vocab_size, nseq = static_cast<int>(s_.seqs.size());
+    const int nseq = static_cast<int>(s_.seqs.size());
     const int cols = g_.values[n.in[0]].cols;
     for (int q = 0; q < nseq; ++q) {
       const int last = s_.seqs[q].row0 + s_.seqs[q].rows - 1;
       if (last != q) std::memmove(x.p + q * x.stride, x.p + last * x.stride, cols * sizeof(float));
     }
-    return plan_.linears[i][0]->run(x.p, x.stride, s_.logits, V, nseq, threads_, s_.scratch);
+    return classify(i, x.p, x.stride, nseq);
   }
 
   Status run() {
@@ -312,7 +318,12 @@ class Run {
     if (!ws)
       return Status(StatusCode::internal, n.where + ": out of memory for the attention workspace (" +
                                               std::to_string(ap.workspace_floats() * 4) + " bytes)");
-    kernels::run_attention(kern, p, ap, ws);
+    if (ap.path == kernels::AttnPath::decode && ap.threads > 1) {  // the step's own threads (graph/team.hpp)
+      graph::parallel_run(ap.threads, [&](int t, int nt) { kernels::run_decode_tasks(kern, p, ap, ws, t, nt); });
+      graph::parallel_run(ap.threads, [&](int t, int nt) { kernels::run_decode_merge(p, ap, ws, t, nt); });
+    } else {
+      kernels::run_attention(kern, p, ap, ws);
+    }
     if (s_.hook && *s_.hook) {
       AttentionTap tap;
       tap.layer = n.layer;

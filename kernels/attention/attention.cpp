@@ -108,56 +108,71 @@ void run_prefill(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan
 }
 
 void run_decode(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan, float* ws) {
-  const int chunks = plan.kv_chunks;
-  const int rows = p.q_len * p.q_heads;
-  const int64_t P = decode_part_floats(p.head_dim);
-  const int chunk_len = ceil_div(ceil_div(p.kv_len, chunks), kChunkGrain) * kChunkGrain;
-  const size_t task = task_part_floats(rows, p.head_dim);
-  float* parts = ws + plan.scratch_floats * plan.threads;  // (batch, chunks) tasks of (rows, P)
 #pragma omp parallel num_threads(plan.threads)
   {
-    float* scratch = ws + plan.scratch_floats * omp_get_thread_num();
-#pragma omp for schedule(static)
-    for (int t = 0; t < p.batch * chunks; ++t) {
-      const int b = t / chunks, c = t % chunks;
-      const int k0 = std::min(p.kv_len, c * chunk_len);
-      const int k1 = std::min(p.kv_len, k0 + chunk_len);
-      k.decode(p, b, k0, k1, parts + t * task, scratch);
-    }
-    // Merge chunk partials per (batch, row):
-    //   M = max_c m_c;  L = Σ_c l_c·2^(m_c − M);  O = Σ_c acc_c·2^(m_c − M) / L
-#pragma omp for schedule(static)
-    for (int t = 0; t < p.batch * rows; ++t) {
-      const int b = t / rows, r = t % rows;
-      const float* first = parts + size_t(b) * chunks * task + r * P;
-      const size_t cstride = task;
-      float M = -INFINITY;
-      for (int c = 0; c < chunks; ++c) M = std::max(M, first[c * cstride]);
-      float* o = p.o.at(b, r / p.q_heads, r % p.q_heads);
-      if (M == -INFINITY) {  // no visible key at all: zeros, never 0/0
-        std::fill(o, o + p.head_dim, 0.0f);
-        continue;
-      }
-      float w[kMaxChunks];  // 2^(m_c − M), 0 for a chunk that saw nothing
-      float L = 0.0f;
-      for (int c = 0; c < chunks; ++c) {
-        const float* pc = first + c * cstride;
-        w[c] = pc[0] == -INFINITY ? 0.0f : std::exp2(pc[0] - M);
-        L += pc[1] * w[c];
-      }
-      // Chunk outer, features inner: the inner loop is contiguous and vectorizes.
-      const float inv = 1.0f / L;
-      std::fill(o, o + p.head_dim, 0.0f);
-      for (int c = 0; c < chunks; ++c) {
-        const float* a = first + c * cstride + kPartAcc;
-        const float wc = w[c] * inv;
-        for (int d = 0; d < p.head_dim; ++d) o[d] += a[d] * wc;
-      }
-    }
+    const int t = omp_get_thread_num(), n = omp_get_num_threads();
+    run_decode_tasks(k, p, plan, ws, t, n);
+#pragma omp barrier
+    run_decode_merge(p, plan, ws, t, n);
   }
 }
 
 }  // namespace
+
+void run_decode_tasks(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan, float* ws, int t, int n) {
+  const int chunks = plan.kv_chunks;
+  const int rows = p.q_len * p.q_heads;
+  const int chunk_len = ceil_div(ceil_div(p.kv_len, chunks), kChunkGrain) * kChunkGrain;
+  const size_t task = task_part_floats(rows, p.head_dim);
+  float* parts = ws + plan.scratch_floats * plan.threads;  // (batch, chunks) tasks of (rows, P)
+  float* scratch = ws + plan.scratch_floats * t;
+  const int tasks = p.batch * chunks;
+  // Thread t: tasks [tasks·t/n, tasks·(t+1)/n) (one chunk each when tasks == n).
+  for (int i = int(int64_t(tasks) * t / n); i < int(int64_t(tasks) * (t + 1) / n); ++i) {
+    const int b = i / chunks, c = i % chunks;
+    const int k0 = std::min(p.kv_len, c * chunk_len);
+    const int k1 = std::min(p.kv_len, k0 + chunk_len);
+    k.decode(p, b, k0, k1, parts + i * task, scratch);
+  }
+}
+
+void run_decode_merge(const AttnProblem& p, const AttnPlan& plan, float* ws, int t, int n) {
+  // Merge chunk partials per (batch, row):
+  //   M = max_c m_c;  L = Σ_c l_c·2^(m_c − M);  O = Σ_c acc_c·2^(m_c − M) / L
+  const int chunks = plan.kv_chunks;
+  const int rows = p.q_len * p.q_heads;
+  const int64_t P = decode_part_floats(p.head_dim);
+  const size_t task = task_part_floats(rows, p.head_dim);
+  const float* parts = ws + plan.scratch_floats * plan.threads;
+  const int all = p.batch * rows;
+  for (int i = int(int64_t(all) * t / n); i < int(int64_t(all) * (t + 1) / n); ++i) {
+    const int b = i / rows, r = i % rows;
+    const float* first = parts + size_t(b) * chunks * task + r * P;
+    const size_t cstride = task;
+    float M = -INFINITY;
+    for (int c = 0; c < chunks; ++c) M = std::max(M, first[c * cstride]);
+    float* o = p.o.at(b, r / p.q_heads, r % p.q_heads);
+    if (M == -INFINITY) {  // no visible key at all: zeros, never 0/0
+      std::fill(o, o + p.head_dim, 0.0f);
+      continue;
+    }
+    float w[kMaxChunks];  // 2^(m_c − M), 0 for a chunk that saw nothing
+    float L = 0.0f;
+    for (int c = 0; c < chunks; ++c) {
+      const float* pc = first + c * cstride;
+      w[c] = pc[0] == -INFINITY ? 0.0f : std::exp2(pc[0] - M);
+      L += pc[1] * w[c];
+    }
+    // Chunk outer, features inner: the inner loop is contiguous and vectorizes.
+    const float inv = 1.0f / L;
+    std::fill(o, o + p.head_dim, 0.0f);
+    for (int c = 0; c < chunks; ++c) {
+      const float* a = first + c * cstride + kPartAcc;
+      const float wc = w[c] * inv;
+      for (int d = 0; d < p.head_dim; ++d) o[d] += a[d] * wc;
+    }
+  }
+}
 
 void run_attention(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan,
                    float* workspace) {

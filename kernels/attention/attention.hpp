@@ -160,6 +160,15 @@ AttnPlan plan_attention(const AttnKernel& k, const AttnProblem& p, int threads,
 void run_attention(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan,
                    float* workspace);
 
+// The decode path's two phases, for a caller with threads of its own (graph::
+// parallel_run): thread t of n runs its share of the key-chunk tasks, then — after every
+// thread's tasks — its share of the merge. run_attention runs them in one OpenMP region
+// with a barrier between. Shares depend on t and n only: the results do not depend on
+// which threads run them.
+void run_decode_tasks(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan, float* workspace,
+                      int t, int n);
+void run_decode_merge(const AttnProblem& p, const AttnPlan& plan, float* workspace, int t, int n);
+
 // The float64 reference (materialised scores, full softmax): the oracle for tests.
 void attention_reference(const AttnProblem& p);
 

@@ -48,6 +48,10 @@ for (const model of [['--synthetic', 'tiny'], h.stories(a)]) {
             `scheduler's barriers would sleep at every parallel region); only the main thread may be named 'headwise'`);
     h.check(names['hw-scheduler'] === THREADS,
             `${what}: expected the scheduler and its ${THREADS - 1} OpenMP worker(s) named 'hw-scheduler'`);
+    // Decode steps of few rows run on graph::parallel_run's team (graph/team.cpp), whose
+    // workers name themselves: one team of --threads, the scheduler being its thread 0.
+    h.check(names['hw-team'] === undefined || names['hw-team'] === THREADS - 1,
+            `${what}: expected at most one team of ${THREADS - 1} worker(s) named 'hw-team'`);
     console.log(`${what}: one OpenMP pool (the scheduler's)`);
   } finally {
     const e = await srv.stop();
