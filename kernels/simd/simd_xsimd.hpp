@@ -58,17 +58,26 @@ struct F32 {
   static inline V hsum_lanes(const V* acc) {
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
     if constexpr (W == 16) {
-      // xsimd 8.1's AVX-512 haddp returns its sums in a shuffled lane order, so fold
-      // each zmm to a ymm and use the (correct) AVX2 haddp on two groups of eight.
-      using H = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
-      H lo[8], hi[8];
-      for (int i = 0; i < 8; ++i) {
-        lo[i] = H(_mm256_add_ps(_mm512_castps512_ps256(acc[i]), _mm512_extractf32x8_ps(acc[i], 1)));
-        hi[i] = H(_mm256_add_ps(_mm512_castps512_ps256(acc[8 + i]),
-                                _mm512_extractf32x8_ps(acc[8 + i], 1)));
+      // A tree of in-lane shuffles and adds, 45 single-µop instructions (xsimd 8.1's
+      // AVX-512 haddp returns its sums in a shuffled lane order; folding each zmm to a
+      // ymm for the AVX2 haddp took ~80 µops: vhaddps is 3). Level 1: pairs (2j, 2j+1)
+      // interleaved per 128-bit block, [a0+a2, b0+b2, a1+a3, b1+b3]; level 2: fours,
+      // [A, B, C, D] partial sums per block; levels 3-4: the four blocks summed across,
+      // acc 4m..4m+3 landing in block m.
+      __m512 t[8], u[4];
+      for (int j = 0; j < 8; ++j) {
+        const __m512 a = acc[2 * j], b = acc[2 * j + 1];
+        t[j] = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
       }
-      const __m256 a = xsimd::haddp(lo), b = xsimd::haddp(hi);
-      return V(_mm512_insertf32x8(_mm512_castps256_ps512(a), b, 1));
+      for (int m = 0; m < 4; ++m)
+        u[m] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * m], t[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(t[2 * m], t[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+      const __m512 w0 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+      const __m512 w1 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
+      return V(_mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(3, 1, 3, 1))));
     }
 #endif
     return xsimd::haddp(acc);
