@@ -119,10 +119,18 @@ class Team {
   std::mutex busy_;  // one caller at a time
 };
 
+// A child of fork() has the parent's teams without their threads, and libgomp's pool
+// is as broken there: it runs the n shares one after the other on the calling thread.
+std::atomic<bool> forked{false};
+
 // The process's teams, by size; never destroyed before exit.
 Team* team_of(int n) {
   static std::mutex m;
   static std::map<int, std::unique_ptr<Team>>* teams = new std::map<int, std::unique_ptr<Team>>();
+#if defined(__linux__)
+  static const int registered = pthread_atfork(nullptr, nullptr, [] { forked.store(true); });
+  (void)registered;
+#endif
   std::lock_guard<std::mutex> lk(m);
   auto& slot = (*teams)[n];
   if (!slot) slot = std::make_unique<Team>(n);
@@ -133,6 +141,10 @@ Team* team_of(int n) {
 
 void parallel_run(int n, void (*fn)(void*, int, int), void* ctx) {
   if (n <= 1) return fn(ctx, 0, 1);
+  if (forked.load(std::memory_order_relaxed)) {
+    for (int t = 0; t < n; ++t) fn(ctx, t, n);
+    return;
+  }
   // More threads than cores: OpenMP, whose waits back off when oversubscribed (a
   // spinning worker here could hold a core the others need for its whole time slice).
   static const int procs = omp_get_num_procs();

@@ -9,7 +9,8 @@
 //
 // A team per thread count, shared by the process and started on first use; one caller
 // at a time (another caller meanwhile, a call from inside an OpenMP region or for more
-// threads than the process has cores runs an OpenMP region instead). Workers spin for kSpinMicros after their last job, then sleep
+// threads than the process has cores runs an OpenMP region instead; in a child of
+// fork(), the shares run one after the other). Workers spin for kSpinMicros after their last job, then sleep
 // on a condition variable (a new job wakes them): a team idle between requests costs no
 // CPU. The same fn(t, n) runs either way: which thread computes what never changes a
 // result here (the callers' shares are fixed by t and n).

@@ -1,11 +1,14 @@
 // graph::parallel_run (graph/team.cpp): fn(t, n) runs once for each t of n and all have
 // returned when the call returns — back to back (the workers spinning), after pauses
 // longer than their spin (asleep, woken by the next job), from several caller threads
-// at once (one has the team, the others an OpenMP region), from inside a job and
-// inside an OpenMP region, and for more threads than cores. Suite "Concurrency": the
+// at once (one has the team, the others an OpenMP region), from inside a job, inside
+// an OpenMP region, in a child of fork() and for more threads than cores. Suite "Concurrency": the
 // ThreadSanitizer run (tests/runtime/run_tsan.sh) runs the team's own cases.
 #include <gtest/gtest.h>
 #include <omp.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -88,6 +91,17 @@ TEST(Concurrency, ParallelRunFromSeveralThreadsInsideJobsAndOpenMp) {
     parallel_run(2, [&](int, int) { in_omp.fetch_add(1); });
   }
   EXPECT_GE(in_omp.load(), 1);
+
+  // In a child of fork(): neither the team's threads nor OpenMP's pool are there; the
+  // caller runs every share.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<long> child_slots(2, 0);
+    _exit(one_job(2, &child_slots) && child_slots[0] == 1 && child_slots[1] == 2 ? 0 : 1);
+  }
+  int status = -1;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 
   // More threads than cores: an OpenMP region of that size (all t once).
   const int many = omp_get_num_procs() + 3;
