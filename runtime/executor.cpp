@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -257,27 +258,29 @@ class Run {
     const int nseq = static_cast<int>(s_.seqs.size());
     const bool hook = s_.hook && *s_.hook;
     // Several sequences (batched decode): one sequence per thread, each on its own
-    // cache, rather than every sequence split over all threads — one parallel region
+    // cache, rather than every sequence split over all threads — one parallel run
     // per node instead of one per sequence, and no merge of split keys for short ones.
     // Sequences with several rows (prompt chunks in a mixed step) come first, each over
     // all threads.
     if (nseq > 1 && !hook && threads_ > 1) {
-      Status first;
       std::vector<int> single;
       for (int i = 0; i < nseq; ++i)
         if (s_.seqs[i].rows > 1) HW_RETURN_IF_ERROR(sequence_attention(n, s_.seqs[i], threads_));
         else single.push_back(i);
       const int ns = static_cast<int>(single.size());
       const int nt = std::max(1, std::min(ns, threads_));
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-      for (int j = 0; j < ns; ++j) {
-        const Status st = sequence_attention(n, s_.seqs[single[j]], 1);
-        if (!st.ok()) {
-#pragma omp critical(headwise_attention_error)
-          if (first.ok()) first = st;
+      // On the step's team (graph/team.hpp), each thread taking the next sequence.
+      std::atomic<int> next{0};
+      std::vector<Status> failed(nt);
+      graph::parallel_run(nt, [&](int t, int) {
+        for (int j; (j = next.fetch_add(1, std::memory_order_relaxed)) < ns;) {
+          const Status st = sequence_attention(n, s_.seqs[single[j]], 1);
+          if (!st.ok() && failed[t].ok()) failed[t] = st;
         }
-      }
-      return first;
+      });
+      for (const Status& st : failed)
+        if (!st.ok()) return st;
+      return Status::Ok();
     }
     for (const StepSeq& sq : s_.seqs) HW_RETURN_IF_ERROR(sequence_attention(n, sq, threads_));
     return Status::Ok();

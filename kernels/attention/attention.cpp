@@ -108,6 +108,11 @@ void run_prefill(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan
 }
 
 void run_decode(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan, float* ws) {
+  if (plan.threads <= 1) {  // no region (e.g. one sequence of a batch, on a thread of its own)
+    run_decode_tasks(k, p, plan, ws, 0, 1);
+    run_decode_merge(p, plan, ws, 0, 1);
+    return;
+  }
 #pragma omp parallel num_threads(plan.threads)
   {
     const int t = omp_get_thread_num(), n = omp_get_num_threads();
