@@ -1,6 +1,5 @@
 #include "runtime/executor.hpp"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
