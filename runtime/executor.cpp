@@ -1,6 +1,5 @@
 #include "runtime/executor.hpp"
 
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
