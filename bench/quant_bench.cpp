@@ -14,6 +14,11 @@
 //   decode_stream_small: the same through 12 llama-134m layers (q, k, v, o 768×768; gate,
 //           up 768×2048; down 2048×768: 0.3-3 MB each, 84 calls), where the cost of
 //           each call's start (threads, prefetch ramp) weighs most;
+//   decode_classifier: one row through llama-134m's 768×32000 output matrix, 6 copies in
+//           turn (each call reads from DRAM: Q4_K_M's Q6_K one is 20 MB);
+//   the three decode_* run each projection as the plan does (graph::run_projections:
+//   output-row shares on graph::parallel_run's team, balanced per call site), with
+//   OMP_NUM_THREADS threads;
 //   projection, decode_projection: the same shapes through graph::Projection, i.e.
 //           what the plan runs (BF16: oneDNN's bf16 matmul on weights packed once;
 //           other types: the registry kernel, on the integer types' 8-row panels on
@@ -138,6 +143,8 @@ const std::vector<Shape> kLayer1b = {{2048, 2048}, {2048, 512}, {2048, 512}, {20
                                      {2048, 8192}, {2048, 8192}, {8192, 2048}};
 const std::vector<Shape> kLayer134m = {{768, 768}, {768, 768}, {768, 768}, {768, 768},
                                        {768, 2048}, {768, 2048}, {2048, 768}};
+// llama-134m's output matrix (d 768, vocab 32000), taken 6 times in turn (Q6_K: 121 MB).
+const std::vector<Shape> kClassifier = {{768, 32000}};
 
 // The projections of `layers` layers of `shapes` (see the header), one row through each
 // in model order per iteration.
@@ -178,10 +185,21 @@ void bm_stream(benchmark::State& st, hq::WType t, Isa isa, int layers, const std
   std::normal_distribution<float> nd(0, 1);
   std::vector<float> x(maxk), y(maxn);
   for (float& v : x) v = nd(g);
-  void* scratch = std::aligned_alloc(64, (scratch_bytes + 63) / 64 * 64 + 64);
   const int threads = omp_get_max_threads();
+  for (const auto& p : projs) {
+    const headwise::graph::Projection* pp = p.get();
+    scratch_bytes = std::max(scratch_bytes, headwise::graph::projections_scratch_bytes(&pp, 1, 1, threads));
+  }
+  void* scratch = std::aligned_alloc(64, (scratch_bytes + 63) / 64 * 64 + 64);
+  std::vector<headwise::graph::ShareBalance> balance(projs.size());  // one per node, as a plan has
   for (auto _ : st) {
-    for (const auto& p : projs) (void)p->run(x.data(), p->K(), y.data(), p->N(), 1, threads, scratch);
+    for (size_t i = 0; i < projs.size(); ++i) {
+      const headwise::graph::Projection* p = projs[i].get();
+      float* yp = y.data();
+      const int64_t ldy = p->N();
+      (void)headwise::graph::run_projections(&p, 1, x.data(), p->K(), &yp, &ldy, 1, threads, scratch, scratch_bytes,
+                                             &balance[i]);
+    }
     benchmark::DoNotOptimize(y.data());
   }
   std::free(scratch);
@@ -214,6 +232,8 @@ const int kRegistered = [] {
               ->Unit(benchmark::kMillisecond)->UseRealTime();
         benchmark::RegisterBenchmark(("decode_stream_small/" + name).c_str(), bm_stream, types[i], isa, 12,
                                      kLayer134m)
+            ->Unit(benchmark::kMillisecond)->UseRealTime();
+        benchmark::RegisterBenchmark(("decode_classifier/" + name).c_str(), bm_stream, types[i], isa, 6, kClassifier)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
       }
     }

@@ -441,7 +441,7 @@ bool Projection::can_slice(int M) const {
 }
 
 int Projection::slice_rows() const {
-  if (packed_.repacked) return 2 * small_->impl->repack_rows;  // panel pairs, as run() pairs them
+  if (packed_.repacked) return 2 * small_->impl->repack_rows;  // two panels: Q8_0, Q4_0, Q4_K and Q5_K pair their 8-row panels
   return packed_.NB > 1 ? packed_.NB : 1;
 }
 

@@ -5,38 +5,47 @@
 // Why: on GGUF rows a decode step does, per row and 32-element sub-block, one 8-bit dot
 // and then scalar work (6-bit scale/min decoding, scale products, a min-correction
 // chain) that costs more than the dot and keeps decode compute-bound at ~26% of the read
-// bandwidth. In a panel of 8 output rows one 32-byte vector holds 4 consecutive weights
-// of each of the 8 rows (one per 32-bit lane), so a dot (vpdpbusd, or vpmaddubsw +
-// vpmaddwd) against 4 activation bytes broadcast to every lane advances 8 rows at once,
-// and every scale step after it (int → float, scale multiply, multiply-add, the mins)
-// is one vector instruction for 8 rows. The 6-bit scales and mins are decoded at repack
-// time into bytes (one vpmovzxbd loads 8 rows' scale of a sub-block); d and dmin stay
-// f16 (one vcvtph2ps for 8 rows). Per panel and 256-element super-block:
-//   Q4_K (1184 bytes, 8 rows' GGUF blocks are 1152):
-//     d[8] f16, dmin[8] f16, sc[8 sub-blocks][8 rows] u8, m[8][8] u8,
-//     q[4 pairs c][8 groups i][8 rows][4 bytes]: byte t of row r = GGUF byte 32c + 4i + t,
+// bandwidth. In a panel of R output rows (8: one per 32-bit lane of a ymm; 16: of a zmm)
+// one vector holds 4 consecutive weights of each of the R rows, so a dot (vpdpbusd, or
+// vpmaddubsw + vpmaddwd) against 4 activation bytes broadcast to every lane advances R
+// rows at once, and every scale step after it (int → float, scale multiply, multiply-add,
+// the mins) is one vector instruction for R rows. The 6-bit scales and mins are decoded at
+// repack time into bytes (one vpmovzxbd loads R rows' scale of a sub-block); d and dmin
+// stay f16 (one vcvtph2ps for R rows). Per panel and 256-element super-block:
+//   Q4_K (148·R bytes; R rows' GGUF blocks are 144·R):
+//     d[R] f16, dmin[R] f16, sc[8 sub-blocks][R rows] u8, m[8][R] u8,
+//     q[4 pairs c][8 groups i][R rows][4 bytes]: byte t of row r = GGUF byte 32c + 4i + t,
 //       i.e. sub-block 2c's element 4i + t in the low nibble, sub-block 2c + 1's in the high
-//   Q5_K (1440 bytes, 8 rows' GGUF blocks are 1408): as Q4_K, then
-//     qh[8 groups i][8 rows][4 bytes]: GGUF qh[4i + t], bit j = 5th bit of sub-block j's element 4i + t
-//   Q6_K (1680 bytes, as 8 rows' GGUF blocks):
-//     d[8] f16, sc[16 sub-blocks of 16][8 rows] s8,
-//     lo[4 pairs][8 groups][8 rows][4 bytes]: low 4 bits of q, block 2p in the low nibble,
+//   Q5_K (180·R bytes, R rows' GGUF blocks are 176·R): as Q4_K, then
+//     qh[8 groups i][R rows][4 bytes]: GGUF qh[4i + t], bit j = 5th bit of sub-block j's element 4i + t
+//   Q6_K (210·R bytes, as R rows' GGUF blocks):
+//     d[R] f16, sc[16 sub-blocks of 16][R rows] s8,
+//     lo[4 pairs][8 groups][R rows][4 bytes]: low 4 bits of q, block 2p in the low nibble,
 //       2p + 1 in the high (block = 32 elements, one activation block)
-//     hi[2 quads][8 groups][8 rows][4 bytes]: top 2 bits of q, block 4u + k in bits 2k, 2k+1
-// A last panel of fewer than 8 rows is padded with zero rows (d = 0: they add nothing,
+//     hi[2 quads][8 groups][R rows][4 bytes]: top 2 bits of q, block 4u + k in bits 2k, 2k+1
+// A last panel of fewer than R rows is padded with zero rows (d = 0: they add nothing,
 // and no y is written past N).
 //
 // Products: a tile of panels × RA input rows (RA = 1 in decode; 4 on AVX-512, whose 32
 // registers hold the accumulators, 2 with AVX2's 16 in prefill), so every unpacked weight
 // vector feeds RA dots; a thread takes whole panels, inputs in chunks of 64 rows. The
-// avx512 entries take two panels per zmm (16 rows: V16), the avx2 ones one per ymm (V8);
-// at AVX-512's 256-bit rate the zmm pairs halve the instructions and the activation
-// broadcasts (single thread, K 2048 × N 2048 × 128 rows: Q4_K 4.6 → 2.9 ms, ~370
-// GOP/s of ~850 int8 peak; Q6_K 5.2 → 3.5 ms; decode 1.15-1.2× faster than one panel per
-// ymm; RA = 6, and 16-row panels read by one zmm load, measured no faster). Integer parts stay exact: Q4_K's sc·Σq·x ≤ 63·32·15·127
-// and Q6_K's sc·(Σq·x − 32·Σx) per half are int32 (vpmulld), one conversion per
-// activation block (Q5_K: ≤ 63·32·31·127); the offsets (Q6_K's −32·Σx per half) and Q4_K's x.d·Σx (for the
-// mins) are computed once per input row into scratch next to its int8 blocks.
+// avx2 entries read 8-row panels one per ymm (V8). On AVX-512, Q4_K and Q5_K take two
+// 8-row panels per zmm (V16x2: two loads and an insert per vector, two streams through
+// memory), Q6_K one 16-row panel per zmm (V16: one load). Measured on the Zen 4 this was
+// written on (AVX-512 at the 256-bit rate), zmm pairs against one panel per ymm: single
+// thread, K 2048 × N 2048 × 128 rows, Q4_K 4.6 → 2.9 ms, ~370 GOP/s of ~850 int8 peak;
+// Q6_K 5.2 → 3.5 ms; decode 1.15-1.2× faster; RA = 6 no faster. On the Zen 5 host since
+// (full-width AVX-512; 2 threads, the 768 × 32000 classifier shape, 6 copies so each
+// call reads from DRAM, 3 alternations): Q6_K's 16-row panels stream at
+// 46-83 GB/s where its pairs reached 39-74 (1 thread: 33-36 against 28-31), while Q4_K
+// went the other way (16-row panels 67-74 GB/s, pairs 79-97; probe 93): each type keeps
+// the faster. Decode Q6_K takes the four blocks that share a high-bit vector together
+// (3 loads per 4 blocks instead of 8, and one vpternlogd to merge the bits): in L2, 1
+// thread, 79-80 → 84 GB/s (quant_bench decode_cold reproduces the streaming figures).
+// Integer parts stay exact: Q4_K's sc·Σq·x ≤ 63·32·15·127 and Q6_K's sc·(Σq·x − 32·Σx)
+// per half are int32 (vpmulld), one conversion per activation block (Q5_K:
+// ≤ 63·32·31·127); the offsets (Q6_K's −32·Σx per half) and Q4_K's x.d·Σx (for the mins)
+// are computed once per input row into scratch next to its int8 blocks.
 // Against the GGUF-row x86 kernels, since removed (bench/ab_quant_bench.py, main's quant_bench
 // against this one, 1 thread, loaded machine, medians of 4): avx512 decode_projection (K 4096 × N 8192)
 // Q4_K 4.3×, Q6_K 1.8×; projection (prefill, 128 rows) Q4_K 3.5×, Q6_K 3.7×; avx2 3.2×,
@@ -57,8 +66,6 @@
 namespace headwise::kernels::quant {
 namespace {
 
-constexpr int kPanelKRows = 8;  // output rows per panel: one per 32-bit lane of a ymm
-
 inline int32_t load_i32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -66,23 +73,26 @@ inline int32_t load_i32(const void* p) {
 }
 inline __m128i load_8(const void* p) { return _mm_loadl_epi64(static_cast<const __m128i*>(p)); }
 inline __m128i load_16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+// n bytes from p asked for ahead (dot_x86.hpp's ahead()), a line at a time.
+inline void ahead_bytes(const uint8_t* p, int n) {
+  for (int i = 0; i < n; i += 64) ahead(p + i);
+}
 
-// The vector operations of the tiles, on one panel (V8: 8 rows in a ymm, AVX2 or
-// AVX-512VL with dot D) or on two panels side by side (V16: panels at p and p + p2 in
-// the low and high halves of a zmm, AVX512-VNNI: this CPU runs zmm at the 256-bit rate,
-// so that halves the instructions and the activation broadcasts per product, not the
-// arithmetic). Loads take the panel's address p, the second panel's offset p2 (V16) and
-// the byte offset o in the panel.
+// The vector operations of the tiles, one output row per 32-bit lane: V8 (one 8-row
+// panel in a ymm; AVX2, or AVX-512VL with dot D), V16x2 (two 8-row panels side by side in
+// a zmm, at p and p + p2, AVX512-VNNI) and V16 (one 16-row panel in a zmm). Loads take
+// the panel's address p, the second panel's offset p2 (V16x2 only) and the byte offset o.
 template <class D>
 struct V8 {
   using I = __m256i;
   using F = __m256;
   static constexpr int kRows = 8;
+  static constexpr int kPanelRows = 8;
   static I load(const uint8_t* p, int64_t, int o) { return load32(p + o); }
   static F f16(const uint8_t* p, int64_t, int o) { return _mm256_cvtph_ps(load_16(p + o)); }
   static I u8(const uint8_t* p, int64_t, int o) { return _mm256_cvtepu8_epi32(load_8(p + o)); }
   static I s8(const uint8_t* p, int64_t, int o) { return _mm256_cvtepi8_epi32(load_8(p + o)); }
-  static void ahead2(const uint8_t* p, int64_t, int o) { ahead(p + o); }
+  static void ahead_span(const uint8_t* p, int64_t, int o, int n) { ahead_bytes(p + o, n); }
   static I set8(char c) { return _mm256_set1_epi8(c); }
   static I set32(int32_t v) { return _mm256_set1_epi32(v); }
   static I and_(I a, I b) { return _mm256_and_si256(a, b); }
@@ -92,6 +102,14 @@ struct V8 {
   static I add32(I a, I b) { return _mm256_add_epi32(a, b); }
   static I mul32(I a, I b) { return _mm256_mullo_epi32(a, b); }
   static I zero_i() { return _mm256_setzero_si256(); }
+  // Bits 4-5 of every byte from h, the others from l (whose bits 4-7 are zero).
+  static I merge45(I l, I h) {
+#if defined(__AVX512VL__)
+    return _mm256_ternarylogic_epi32(h, l, _mm256_set1_epi8(0x30), 0xE4);  // 0x30 ? h : l
+#else
+    return _mm256_or_si256(l, _mm256_and_si256(h, _mm256_set1_epi8(0x30)));
+#endif
+  }
   static I dot(I acc, I u, I s) { return D::dot_acc(acc, u, s); }
   static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
   static F set1(float v) { return _mm256_set1_ps(v); }
@@ -103,10 +121,33 @@ struct V8 {
   static void storef(float* p, F v) { _mm256_storeu_ps(p, v); }
 };
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-struct V16 {
+// The zmm operations both AVX-512 layouts share (everything but the loads).
+struct V16Ops {
   using I = __m512i;
   using F = __m512;
   static constexpr int kRows = 16;
+  static I set8(char c) { return _mm512_set1_epi8(c); }
+  static I set32(int32_t v) { return _mm512_set1_epi32(v); }
+  static I and_(I a, I b) { return _mm512_and_si512(a, b); }
+  static I or_(I a, I b) { return _mm512_or_si512(a, b); }
+  static I srl16(I a, int n) { return _mm512_srli_epi16(a, unsigned(n)); }
+  static I sll16(I a, int n) { return _mm512_slli_epi16(a, unsigned(n)); }
+  static I add32(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I mul32(I a, I b) { return _mm512_mullo_epi32(a, b); }
+  static I zero_i() { return _mm512_setzero_si512(); }
+  static I merge45(I l, I h) { return _mm512_ternarylogic_epi32(h, l, _mm512_set1_epi8(0x30), 0xE4); }
+  static I dot(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
+  static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
+  static F set1(float v) { return _mm512_set1_ps(v); }
+  static F zero_f() { return _mm512_setzero_ps(); }
+  static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F loadf(const float* p) { return _mm512_loadu_ps(p); }
+  static void storef(float* p, F v) { _mm512_storeu_ps(p, v); }
+};
+struct V16x2 : V16Ops {
+  static constexpr int kPanelRows = 8;
   static I load(const uint8_t* p, int64_t p2, int o) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(load32(p + o)), load32(p + p2 + o), 1);
   }
@@ -119,36 +160,30 @@ struct V16 {
   static I s8(const uint8_t* p, int64_t p2, int o) {
     return _mm512_cvtepi8_epi32(_mm_unpacklo_epi64(load_8(p + o), load_8(p + p2 + o)));
   }
-  static void ahead2(const uint8_t* p, int64_t p2, int o) { ahead(p + o), ahead(p + p2 + o); }
-  static I set8(char c) { return _mm512_set1_epi8(c); }
-  static I set32(int32_t v) { return _mm512_set1_epi32(v); }
-  static I and_(I a, I b) { return _mm512_and_si512(a, b); }
-  static I or_(I a, I b) { return _mm512_or_si512(a, b); }
-  static I srl16(I a, int n) { return _mm512_srli_epi16(a, unsigned(n)); }
-  static I sll16(I a, int n) { return _mm512_slli_epi16(a, unsigned(n)); }
-  static I add32(I a, I b) { return _mm512_add_epi32(a, b); }
-  static I mul32(I a, I b) { return _mm512_mullo_epi32(a, b); }
-  static I zero_i() { return _mm512_setzero_si512(); }
-  static I dot(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
-  static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
-  static F set1(float v) { return _mm512_set1_ps(v); }
-  static F zero_f() { return _mm512_setzero_ps(); }
-  static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
-  static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
-  static F add(F a, F b) { return _mm512_add_ps(a, b); }
-  static F loadf(const float* p) { return _mm512_loadu_ps(p); }
-  static void storef(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static void ahead_span(const uint8_t* p, int64_t p2, int o, int n) { ahead_bytes(p + o, n), ahead_bytes(p + p2 + o, n); }
+};
+struct V16 : V16Ops {
+  static constexpr int kPanelRows = 16;
+  static I load(const uint8_t* p, int64_t, int o) { return _mm512_loadu_si512(p + o); }
+  static F f16(const uint8_t* p, int64_t, int o) { return _mm512_cvtph_ps(load32(p + o)); }
+  static I u8(const uint8_t* p, int64_t, int o) { return _mm512_cvtepu8_epi32(load_16(p + o)); }
+  static I s8(const uint8_t* p, int64_t, int o) { return _mm512_cvtepi8_epi32(load_16(p + o)); }
+  static void ahead_span(const uint8_t* p, int64_t, int o, int n) { ahead_bytes(p + o, n); }
 };
 #endif
 
-// Q4_K, and Q5_K (k5: the 5th bits in a plane after the nibbles).
-template <bool k5>
+
+// Q4_K, and Q5_K (k5: the 5th bits in a plane after the nibbles), in panels of R rows.
+template <bool k5, int R>
 struct PanelQK {
   using B = std::conditional_t<k5, BlockQ5_K, BlockQ4_K>;
   static constexpr WeightType kRegType = k5 ? WeightType::q5_k : WeightType::q4_k;
-  static constexpr int kHead = 160;  // d, dmin, sc, m
-  static constexpr int kHi = kHead + kPanelKRows * kQKK / 2;  // Q5_K's 5th bits
-  static constexpr int kBytes = kHi + (k5 ? kPanelKRows * kQKK / 8 : 0);
+  static constexpr int kRows = R;
+  static constexpr int kD = 0, kDmin = 2 * R, kSc = 4 * R, kMin = 12 * R;  // f16[R] ×2, u8[8][R] ×2
+  static constexpr int kHead = 20 * R;
+  static constexpr int kQ = kHead;                  // [4 c][8 i][R rows][4 bytes]
+  static constexpr int kHi = kQ + R * kQKK / 2;     // Q5_K's 5th bits: [8 i][R rows][4 bytes]
+  static constexpr int kBytes = kHi + (k5 ? R * kQKK / 8 : 0);
   // Per activation block: x.d·Σx (float) for the mins; 4 bytes unused.
   static void aux(const BlockQ8A& x, uint8_t* out) {
     const float xs = x.d * float(x.sum[0] + x.sum[1]);
@@ -157,24 +192,25 @@ struct PanelQK {
   }
   // rows[r]: row r's super-block, or null for a padding row. out: kBytes, zeroed.
   static void pack(const B* const* rows, uint8_t* out) {
-    auto* d = reinterpret_cast<uint16_t*>(out);
-    uint8_t *sc = out + 32, *mn = out + 96, *q = out + kHead;
-    for (int r = 0; r < kPanelKRows; ++r) {
+    auto* d = reinterpret_cast<uint16_t*>(out + kD);
+    auto* dmin = reinterpret_cast<uint16_t*>(out + kDmin);
+    uint8_t *sc = out + kSc, *mn = out + kMin, *q = out + kQ;
+    for (int r = 0; r < R; ++r) {
       if (!rows[r]) continue;
       const B& b = *rows[r];
       d[r] = b.d;
-      d[8 + r] = b.dmin;
+      dmin[r] = b.dmin;
       for (int j = 0; j < 8; ++j) {
         int s, m;
         k_scale_min(b.scales, j, &s, &m);
-        sc[8 * j + r] = uint8_t(s);
-        mn[8 * j + r] = uint8_t(m);
+        sc[R * j + r] = uint8_t(s);
+        mn[R * j + r] = uint8_t(m);
       }
       for (int c = 0; c < 4; ++c)
-        for (int i = 0; i < 8; ++i) std::memcpy(q + ((c * 8 + i) * 8 + r) * 4, b.q + 32 * c + 4 * i, 4);
+        for (int i = 0; i < 8; ++i) std::memcpy(q + ((c * 8 + i) * R + r) * 4, b.q + 32 * c + 4 * i, 4);
       // Q5_K: qh[l] bit j is the 5th bit of element l of sub-block j; kept as is, 4 bytes a lane
       if constexpr (k5)
-        for (int i = 0; i < 8; ++i) std::memcpy(out + kHi + (i * 8 + r) * 4, b.qh + 4 * i, 4);
+        for (int i = 0; i < 8; ++i) std::memcpy(out + kHi + (i * R + r) * 4, b.qh + 4 * i, 4);
     }
   }
   // Bit j of every byte of h moved to bit 4 (the caller masks it).
@@ -183,26 +219,26 @@ struct PanelQK {
     return j < 4 ? V::sll16(h, 4 - j) : j == 4 ? h : V::srl16(h, j - 4);
   }
 
-  // acc[a] += the V::kRows rows (one panel at p, or two: p and p + p2) · input a over nsb
-  // super-blocks (x[a]: its blocks, ax[a]: its aux bytes, from the panel's first on).
+  // acc[a] += the panel's rows at p · input a over nsb super-blocks (x[a]: its blocks,
+  // ax[a]: its aux bytes, from the panel's first on).
   template <class V, int RA>
   static void tile(const uint8_t* p, int64_t p2, int64_t nsb, const BlockQ8A* const* x, const uint8_t* const* ax,
                    typename V::F* acc) {
+    static_assert(V::kPanelRows == R, "the vector's panels are this layout's");
     using I = typename V::I;
     using F = typename V::F;
     constexpr int S = RA == 1 ? 2 : 1;  // independent dot chains per sub-block (latency in decode)
     const I low4 = V::set8(0xF);
     for (int64_t sb = 0; sb < nsb; ++sb, p += kBytes) {
-      for (int o = 0; o < kHead; o += 64) V::ahead2(p, p2, o);
-      if constexpr (k5)
-        for (int o = 0; o < kBytes - kHi; o += 64) V::ahead2(p, p2, kHi + o);
-      const F d = V::f16(p, p2, 0), dmin = V::f16(p, p2, 16);
+      V::ahead_span(p, p2, 0, kHead);
+      if constexpr (k5) V::ahead_span(p, p2, kHi, kBytes - kHi);
+      const F d = V::f16(p, p2, kD), dmin = V::f16(p, p2, kDmin);
       // − dmin·Σ_j m_j·x_j.d·Σx_j
       F macc[RA];
       for (int a = 0; a < RA; ++a) macc[a] = V::zero_f();
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
-        const F mf = V::cvt(V::u8(p, p2, 96 + 8 * j));
+        const F mf = V::cvt(V::u8(p, p2, kMin + R * j));
         for (int a = 0; a < RA; ++a) {
           float xs;
           std::memcpy(&xs, ax[a] + (sb * 8 + j) * 8, 4);
@@ -215,17 +251,17 @@ struct PanelQK {
       for (int a = 0; a < RA; ++a) accsb[a] = V::zero_f();
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        const int qc = kHead + c * 256;
-        for (int o = 0; o < 256; o += 64) V::ahead2(p, p2, qc + o);
+        const int qc = kQ + c * 32 * R;
+        V::ahead_span(p, p2, qc, 32 * R);
         I dlo[RA][S], dhi[RA][S];
         for (int a = 0; a < RA; ++a)
           for (int s = 0; s < S; ++s) dlo[a][s] = dhi[a][s] = V::zero_i();
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          const I v = V::load(p, p2, qc + 32 * i);
+          const I v = V::load(p, p2, qc + 4 * R * i);
           I lo = V::and_(v, low4), hi = V::and_(V::srl16(v, 4), low4);
           if constexpr (k5) {
-            const I h = V::load(p, p2, kHi + 32 * i), bit4 = V::set8(0x10);
+            const I h = V::load(p, p2, kHi + 4 * R * i), bit4 = V::set8(0x10);
             lo = V::or_(lo, V::and_(bit_to_4<V>(h, 2 * c), bit4));
             hi = V::or_(hi, V::and_(bit_to_4<V>(h, 2 * c + 1), bit4));
           }
@@ -235,7 +271,7 @@ struct PanelQK {
             dhi[a][i % S] = V::dot(dhi[a][i % S], hi, V::set32(load_i32(xb[1].q + 4 * i)));
           }
         }
-        const I sc0 = V::u8(p, p2, 32 + 16 * c), sc1 = V::u8(p, p2, 32 + 16 * c + 8);
+        const I sc0 = V::u8(p, p2, kSc + R * 2 * c), sc1 = V::u8(p, p2, kSc + R * (2 * c + 1));
         for (int a = 0; a < RA; ++a) {
           const BlockQ8A* xb = x[a] + sb * 8 + 2 * c;
           I l = dlo[a][0], h = dhi[a][0];
@@ -249,14 +285,21 @@ struct PanelQK {
   }
 };
 
-using PanelQ4K = PanelQK<false>;
-using PanelQ5K = PanelQK<true>;
+template <int R>
+using PanelQ4K = PanelQK<false, R>;
+template <int R>
+using PanelQ5K = PanelQK<true, R>;
 
+template <int R>
 struct PanelQ6K {
   using B = BlockQ6_K;
   static constexpr WeightType kRegType = WeightType::q6_k;
-  static constexpr int kHead = 144;  // d, sc
-  static constexpr int kBytes = kHead + kPanelKRows * kQKK * 6 / 8;
+  static constexpr int kRows = R;
+  static constexpr int kD = 0, kSc = 2 * R;  // f16[R], s8[16][R]
+  static constexpr int kHead = 18 * R;
+  static constexpr int kLo = kHead;               // [4 pairs][8 i][R rows][4 bytes]
+  static constexpr int kHiQ = kLo + R * kQKK / 2;  // [2 quads][8 i][R rows][4 bytes]
+  static constexpr int kBytes = kHiQ + R * kQKK / 4;
   // Per activation block: −32·Σx of each half (int32), the dots' starting values.
   static void aux(const BlockQ8A& x, uint8_t* out) {
     const int32_t o[2] = {-32 * x.sum[0], -32 * x.sum[1]};
@@ -269,18 +312,18 @@ struct PanelQ6K {
     return (g < 2 ? (lo & 0xF) : (lo >> 4)) | (((b.qh[32 * h + l] >> (2 * g)) & 3) << 4);
   }
   static void pack(const B* const* rows, uint8_t* out) {
-    auto* d = reinterpret_cast<uint16_t*>(out);
-    auto* sc = reinterpret_cast<int8_t*>(out + 16);
-    uint8_t *lo = out + kHead, *hi = lo + 1024;
-    for (int r = 0; r < kPanelKRows; ++r) {
+    auto* d = reinterpret_cast<uint16_t*>(out + kD);
+    auto* sc = reinterpret_cast<int8_t*>(out + kSc);
+    uint8_t *lo = out + kLo, *hi = out + kHiQ;
+    for (int r = 0; r < R; ++r) {
       if (!rows[r]) continue;
       const B& b = *rows[r];
       d[r] = b.d;
-      for (int j = 0; j < 16; ++j) sc[8 * j + r] = b.scales[j];
+      for (int j = 0; j < 16; ++j) sc[R * j + r] = b.scales[j];
       for (int e = 0; e < kQKK; ++e) {
         const int q = q_at(b, e), j = e / 32, i = (e % 32) / 4, t = e % 4;
-        lo[((j / 2 * 8 + i) * 8 + r) * 4 + t] |= uint8_t((q & 0xF) << (4 * (j & 1)));
-        hi[((j / 4 * 8 + i) * 8 + r) * 4 + t] |= uint8_t((q >> 4) << (2 * (j % 4)));
+        lo[((j / 2 * 8 + i) * R + r) * 4 + t] |= uint8_t((q & 0xF) << (4 * (j & 1)));
+        hi[((j / 4 * 8 + i) * R + r) * 4 + t] |= uint8_t((q >> 4) << (2 * (j % 4)));
       }
     }
   }
@@ -288,21 +331,55 @@ struct PanelQ6K {
   template <class V, int RA>
   static void tile(const uint8_t* p, int64_t p2, int64_t nsb, const BlockQ8A* const* x, const uint8_t* const* ax,
                    typename V::F* acc) {
+    static_assert(V::kPanelRows == R, "the vector's panels are this layout's");
     using I = typename V::I;
     using F = typename V::F;
-    const I low4 = V::set8(0xF), bits45 = V::set8(0x30);
+    const I low4 = V::set8(0xF);
     for (int64_t sb = 0; sb < nsb; ++sb, p += kBytes) {
-      for (int o = 0; o < kHead; o += 64) V::ahead2(p, p2, o);
-      const F d = V::f16(p, p2, 0);
+      V::ahead_span(p, p2, 0, kHead);
+      const F d = V::f16(p, p2, kD);
       F accsb[RA];
       for (int a = 0; a < RA; ++a) accsb[a] = V::zero_f();
+      if constexpr (RA == 1) {
+        // Decode: the four blocks 4u .. 4u + 3 together, so each high-bit vector is
+        // loaded once for its four blocks and each low-nibble vector once for its two
+        // (the loop below, for RA rows, loads them per block: 8 loads where this has 3).
+        for (int u = 0; u < 2; ++u) {
+          const int la = kLo + 2 * u * 32 * R, lb = la + 32 * R, hq = kHiQ + u * 32 * R;
+          V::ahead_span(p, p2, la, 64 * R);
+          V::ahead_span(p, p2, hq, 32 * R);
+          const uint8_t* o4 = ax[0] + (sb * 8 + 4 * u) * 8;
+          I dl[4], dh[4];
+          for (int k = 0; k < 4; ++k) dl[k] = V::set32(load_i32(o4 + 8 * k)), dh[k] = V::set32(load_i32(o4 + 8 * k + 4));
+          const BlockQ8A* xb = x[0] + sb * 8 + 4 * u;
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) {
+            const I h = V::load(p, p2, hq + 4 * R * i), l0 = V::load(p, p2, la + 4 * R * i), l1 = V::load(p, p2, lb + 4 * R * i);
+            // block 4u + k: its low nibble from l0 or l1, its top bits 2k, 2k + 1 of h moved to bits 4, 5
+            const I q[4] = {V::merge45(V::and_(l0, low4), V::sll16(h, 4)),
+                            V::merge45(V::and_(V::srl16(l0, 4), low4), V::sll16(h, 2)),
+                            V::merge45(V::and_(l1, low4), h),
+                            V::merge45(V::and_(V::srl16(l1, 4), low4), V::srl16(h, 2))};
+            for (int k = 0; k < 4; ++k) {
+              I& dk = i < 4 ? dl[k] : dh[k];
+              dk = V::dot(dk, q[k], V::set32(load_i32(xb[k].q + 4 * i)));
+            }
+          }
+          for (int k = 0; k < 4; ++k) {
+            const int j = 4 * u + k;
+            const I s0 = V::s8(p, p2, kSc + R * 2 * j), s1 = V::s8(p, p2, kSc + R * (2 * j + 1));
+            const I sum = V::add32(V::mul32(dl[k], s0), V::mul32(dh[k], s1));
+            accsb[0] = V::fmadd(V::cvt(sum), V::set1(xb[k].d), accsb[0]);
+          }
+        }
+        acc[0] = V::fmadd(accsb[0], d, acc[0]);
+        continue;
+      }
 #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j) {
-        const int lj = kHead + (j / 2) * 256, hj = kHead + 1024 + (j / 4) * 256;
-        if ((j & 1) == 0)
-          for (int o = 0; o < 256; o += 64) V::ahead2(p, p2, lj + o);
-        if ((j & 3) == 0)
-          for (int o = 0; o < 256; o += 64) V::ahead2(p, p2, hj + o);
+        const int lj = kLo + (j / 2) * 32 * R, hj = kHiQ + (j / 4) * 32 * R;
+        if ((j & 1) == 0) V::ahead_span(p, p2, lj, 32 * R);
+        if ((j & 3) == 0) V::ahead_span(p, p2, hj, 32 * R);
         I dlo[RA], dhi[RA];
         for (int a = 0; a < RA; ++a) {
           const uint8_t* o = ax[a] + (sb * 8 + j) * 8;
@@ -312,17 +389,17 @@ struct PanelQ6K {
         const int k = j % 4;  // bits 2k, 2k+1 of the high vector → bits 4, 5
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          const I l = V::load(p, p2, lj + 32 * i), h = V::load(p, p2, hj + 32 * i);
+          const I l = V::load(p, p2, lj + 4 * R * i), h = V::load(p, p2, hj + 4 * R * i);
           const I l4 = V::and_(j & 1 ? V::srl16(l, 4) : l, low4);
           const I hs = k == 0 ? V::sll16(h, 4) : k == 1 ? V::sll16(h, 2) : k == 2 ? h : V::srl16(h, 2);
-          const I qv = V::or_(l4, V::and_(hs, bits45));
+          const I qv = V::merge45(l4, hs);
           for (int a = 0; a < RA; ++a) {
             const BlockQ8A& xb = x[a][sb * 8 + j];
             if (i < 4) dlo[a] = V::dot(dlo[a], qv, V::set32(load_i32(xb.q + 4 * i)));
             else dhi[a] = V::dot(dhi[a], qv, V::set32(load_i32(xb.q + 4 * i)));
           }
         }
-        const I s0 = V::s8(p, p2, 16 + 16 * j), s1 = V::s8(p, p2, 16 + 16 * j + 8);
+        const I s0 = V::s8(p, p2, kSc + R * 2 * j), s1 = V::s8(p, p2, kSc + R * (2 * j + 1));
         for (int a = 0; a < RA; ++a) {
           const I sum = V::add32(V::mul32(dlo[a], s0), V::mul32(dhi[a], s1));
           accsb[a] = V::fmadd(V::cvt(sum), V::set1(x[a][sb * 8 + j].d), accsb[a]);
@@ -333,17 +410,20 @@ struct PanelQ6K {
   }
 };
 
-// The registry entry of panel type P: tiles of V (V8<D>, or V16: two panels per vector)
-// × RA input rows in prefill, × 1 in decode; V1 (V8<D>) for a last panel left alone.
+// The registry entry of panel type P: tiles of one vector V (V8: a panel; V16x2: two
+// 8-row panels; V16: a 16-row panel) × RA input rows in prefill, × 1 in decode; V1
+// (V8<D>) for a last 8-row panel left alone by V16x2.
 // kVnniBf16: the entry is an avx512 one (declines without AVX512-VNNI/BF16, as QuantLinear).
 template <class P, class V, class V1, int RA, bool kVnniBf16>
 struct PanelKLinear {
+  static_assert(V::kPanelRows == P::kRows && V1::kPanelRows == P::kRows, "the vectors read P's panels");
+  static constexpr int kRows = P::kRows;               // rows per panel
+  static constexpr int kUnit = V::kRows / P::kRows;    // panels per tile
   static constexpr int kAux = 8;  // aux bytes per activation block
   // Input rows per pass over a thread's panels: 64 rows of K ≤ 2048 (their int8 blocks and
   // aux bytes, 160 KiB) stay in L2 while the panels stream past them once per pass.
   static constexpr int kChunkRows = 64;
-  static constexpr int kUnit = V::kRows / kPanelKRows;  // panels per tile
-  static int64_t panels(const PackedWeights& w) { return (int64_t(w.N) + kPanelKRows - 1) / kPanelKRows; }
+  static int64_t panels(const PackedWeights& w) { return (int64_t(w.N) + kRows - 1) / kRows; }
   static size_t panel_bytes(const PackedWeights& w) { return size_t(w.K / kQKK) * P::kBytes; }
   static bool supports(const PackedWeights& w) {
     if (kVnniBf16 && !cpu_has_avx512_vnni_bf16()) return false;
@@ -351,17 +431,17 @@ struct PanelKLinear {
            w.row_bytes == int64_t(w.K / kQKK) * int64_t(sizeof(typename P::B));
   }
   static size_t repacked_bytes(const PackedWeights& w) { return size_t(panels(w)) * panel_bytes(w); }
-  // Panels n0/8 .. ⌈n1/8⌉ − 1 (n0 a multiple of 8; rows ≥ n1 of the last one: only when n1 = N).
+  // Panels n0/kRows .. ⌈n1/kRows⌉ − 1 (n0 a multiple of kRows; rows ≥ n1 of the last one: only when n1 = N).
   static void repack(const PackedWeights& w, int64_t n0, int64_t n1, void* dst) {
     using B = typename P::B;
     const int64_t nsb = w.K / kQKK;
-    for (int64_t pn = n0 / kPanelKRows; pn * kPanelKRows < n1; ++pn) {
+    for (int64_t pn = n0 / kRows; pn * kRows < n1; ++pn) {
       uint8_t* out = static_cast<uint8_t*>(dst) + size_t(pn) * panel_bytes(w);
       std::memset(out, 0, panel_bytes(w));
       for (int64_t sb = 0; sb < nsb; ++sb) {
-        const B* rows[kPanelKRows];
-        for (int r = 0; r < kPanelKRows; ++r) {
-          const int64_t n = pn * kPanelKRows + r;
+        const B* rows[kRows];
+        for (int r = 0; r < kRows; ++r) {
+          const int64_t n = pn * kRows + r;
           rows[r] = n < n1 ? reinterpret_cast<const B*>(static_cast<const uint8_t*>(w.data) + size_t(n) * w.row_bytes) + sb
                            : nullptr;
         }
@@ -373,12 +453,12 @@ struct PanelKLinear {
   static size_t aux_bytes(int K) { return (size_t(K / kQK) * kAux + 63) / 64 * 64; }
   static size_t scratch_bytes(const PackedWeights& w, int rows) { return size_t(rows) * (act_bytes(w.K) + aux_bytes(w.K)); }
 
-  // y rows m .. m + R − 1, outputs of panels pn .. pn + VT::kRows / 8 − 1.
+  // y rows m .. m + R − 1, outputs of panels pn .. pn + VT::kRows / kRows − 1.
   template <class VT, int R>
   static void tile(const PackedWeights& w, int64_t pn, const uint8_t* xa, const uint8_t* xx, int m,
                    const float* bias, float* y, int64_t ldy) {
     using F = typename VT::F;
-    constexpr int kRows = VT::kRows;
+    constexpr int kOut = VT::kRows;
     const size_t ab = act_bytes(w.K), xb = aux_bytes(w.K);
     const BlockQ8A* x[R];
     const uint8_t* ax[R];
@@ -390,21 +470,21 @@ struct PanelKLinear {
     for (int a = 0; a < R; ++a) acc[a] = VT::zero_f();
     P::template tile<VT, R>(static_cast<const uint8_t*>(w.data) + size_t(pn) * panel_bytes(w),
                             int64_t(panel_bytes(w)), w.K / kQKK, x, ax, acc);
-    const int64_t n = pn * kPanelKRows;
-    const int valid = int(std::min<int64_t>(kRows, w.N - n));
-    const F bv = bias && valid == kRows ? VT::loadf(bias + n) : VT::zero_f();
+    const int64_t n = pn * kRows;
+    const int valid = int(std::min<int64_t>(kOut, w.N - n));
+    const F bv = bias && valid == kOut ? VT::loadf(bias + n) : VT::zero_f();
     for (int a = 0; a < R; ++a) {
       float* yr = y + (m + a) * ldy + n;
-      if (valid == kRows) {
+      if (valid == kOut) {
         VT::storef(yr, VT::add(acc[a], bv));
       } else {
-        alignas(64) float t[kRows];
+        alignas(64) float t[kOut];
         VT::storef(t, acc[a]);
         for (int r = 0; r < valid; ++r) yr[r] = t[r] + (bias ? bias[n + r] : 0.0f);
       }
     }
   }
-  // Input rows [m0, m1) against panels pn .. pn + kRows / 8 − 1 of tile type VT.
+  // Input rows [m0, m1) against panels pn .. pn + VT::kRows / kRows − 1 of tile type VT.
   template <class VT>
   static void rows_of(const PackedWeights& w, int64_t pn, const uint8_t* xa, const uint8_t* xx, int m0, int m1,
                       const float* bias, float* y, int64_t ldy) {
@@ -442,7 +522,7 @@ struct PanelKLinear {
     prepare_then_share(rows, nt, prepare, share);
   }
   static constexpr LinearKernelImpl impl(const char* name) {
-    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanelKRows};
+    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kRows};
   }
 };
 

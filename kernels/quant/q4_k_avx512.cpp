@@ -5,6 +5,6 @@
 
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
-extern const LinearKernelImpl linear_q4_k__avx512 =
-    quant::PanelKLinear<quant::PanelQ4K, quant::V16, quant::V8<quant::DpbusdVnni>, 4, true>::impl("q4_K_panel8");
+extern const LinearKernelImpl linear_q4_k__avx512 = quant::PanelKLinear<quant::PanelQ4K<8>, quant::V16x2,
+                                                                         quant::V8<quant::DpbusdVnni>, 4, true>::impl("q4_K_panel8");
 }  // namespace headwise::kernels

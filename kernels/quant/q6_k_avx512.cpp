@@ -1,10 +1,10 @@
 // Q6_K products on avx512 (AVX512-VNNI vpdpbusd): the linear-registry entry, on the weights
-// repacked at load into 8-row panels, two per zmm (panel_k_x86.hpp), for decode and prefill
+// repacked at load into 16-row panels, one per zmm (panel_k_x86.hpp), for decode and prefill
 // alike. GGUF rows as stored are multiplied only by the scalar entry (q6_k_scalar.cpp).
 #include "kernels/quant/panel_k_x86.hpp"
 
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
 extern const LinearKernelImpl linear_q6_k__avx512 =
-    quant::PanelKLinear<quant::PanelQ6K, quant::V16, quant::V8<quant::DpbusdVnni>, 4, true>::impl("q6_K_panel8");
+    quant::PanelKLinear<quant::PanelQ6K<16>, quant::V16, quant::V16, 4, true>::impl("q6_K_panel16");
 }  // namespace headwise::kernels
