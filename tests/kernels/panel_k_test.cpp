@@ -1,7 +1,8 @@
-// The Q4_K / Q6_K registry entries that read 8-row panels (kernels/quant/panel_k_x86.hpp)
+// The Q4_K / Q5_K / Q6_K registry entries that read row panels (kernels/quant/panel_k_x86.hpp)
 // on the shapes their loops split on, beyond the registry test's (quant_linear_test.cpp):
-// an even number of panels whose last one is partial (the avx512 entries take panels in
-// pairs, one zmm for 16 rows: N = 12, 29, 40), a lone last panel (N = 8·odd + r), one to
+// an even number of panels whose last one is partial (the avx512 Q4_K/Q5_K entries take
+// 8-row panels in pairs, one zmm for 16 rows; Q6_K's are 16-row panels: N = 12, 29, 40
+// leave a partial last panel either way), a lone last panel (N = 8·odd + r), one to
 // three super-blocks, and input rows that leave every remainder of the 4- and 2-row
 // tiles and cross the 64-row chunks. Reference: float64 from the dequantized weights
 // and the int8 inputs the kernel sees; the same bound as quant_linear_test.cpp (the
