@@ -18,7 +18,7 @@ void usage(std::FILE* f) {
   std::fprintf(f,
                "usage: peak_probe [options]\n"
                "  --threads N   threads for the N-thread probes (default: all, %d here)\n"
-               "  --seconds S   seconds per probe run (default 0.1; 10 probes in all)\n"
+               "  --seconds S   seconds per probe run (default 0.1; 12 probes in all)\n"
                "  --json        print one JSON object instead of text\n",
                omp_get_max_threads());
 }
@@ -55,9 +55,10 @@ int main(int argc, char** argv) {
         "\"fma_avx2_1t_gflops\": %.2f, \"fma_avx2_nt_gflops\": %.2f, "
         "\"dot_bf16_1t_gflops\": %.2f, \"dot_bf16_nt_gflops\": %.2f, "
         "\"dot_int8_1t_gops\": %.2f, \"dot_int8_nt_gops\": %.2f, "
+        "\"dot_int8_avx2_1t_gops\": %.2f, \"dot_int8_avx2_nt_gops\": %.2f, "
         "\"read_1t_gbps\": %.2f, \"read_nt_gbps\": %.2f}\n",
         m.threads, m.fma_avx512_1t, m.fma_avx512_nt, m.fma_avx2_1t, m.fma_avx2_nt, m.dot_bf16_1t,
-        m.dot_bf16_nt, m.dot_int8_1t, m.dot_int8_nt, m.read_1t, m.read_nt);
+        m.dot_bf16_nt, m.dot_int8_1t, m.dot_int8_nt, m.dot_int8_avx2_1t, m.dot_int8_avx2_nt, m.read_1t, m.read_nt);
     return 0;
   }
   // 0 means the CPU lacks the ISA: say so rather than print a zero rate.
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
               rate(m.dot_bf16_nt).c_str());
   std::printf("int8 dot avx512    %8s %8s  GOP/s\n", rate(m.dot_int8_1t).c_str(),
               rate(m.dot_int8_nt).c_str());
+  std::printf("int8 dot avx2      %8s %8s  GOP/s\n", rate(m.dot_int8_avx2_1t).c_str(),
+              rate(m.dot_int8_avx2_nt).c_str());
   std::printf("read bandwidth     %8s %8s  GB/s\n", rate(m.read_1t).c_str(),
               rate(m.read_nt).c_str());
   return 0;

@@ -155,7 +155,7 @@ Figures derive(const BenchOptions& o, Measured* m) {
   gemm_work(m->pre, &f.gemm_flops, &f.gemm_s);
   f.gemm_gflops = f.gemm_s > 0 ? f.gemm_flops / f.gemm_s / 1e9 : 0;
   if (o.with_peak && !o.weights.empty())
-    f.type_peak = bench_weights_peak(o.weights, m->peak, int(o.threads), &f.type_peak_what);
+    f.type_peak = bench_weights_peak(o.weights, m->isa, m->peak, int(o.threads), &f.type_peak_what);
   // Bytes one decoded token reads (weights + KV cache), at the headline decode rate; its
   // share of the bandwidth is the median over repeats of each repeat's rate against the
   // bandwidth measured right after it.

@@ -31,19 +31,26 @@ Status load_bench_synthetic(const std::string& mix, const std::string& name, uin
   return synthetic_model(name, seed, lower(mix), out, types);
 }
 
-double bench_weights_peak(const std::string& mix_in, const MachinePeak& peak, int threads, std::string* what) {
+double bench_weights_peak(const std::string& mix_in, const std::string& isa, const MachinePeak& peak, int threads,
+                          std::string* what) {
   const std::string mix = lower(mix_in);
   const bool one = threads <= 1;
-  if (mix == "bf16") {
-    *what = "bf16 dot";
-    return one ? peak.dot_bf16_1t : peak.dot_bf16_nt;
-  }
-  if (mix == "q8_0" || mix == "q4_0" || mix == "q4_k" || mix == "q5_k" || mix == "q6_k" ||
-      mix == "q4_k_m" || mix == "q5_k_m") {
-    *what = "int8 dot";
-    return one ? peak.dot_int8_1t : peak.dot_int8_nt;
-  }
   what->clear();
+  const bool integer = mix == "q8_0" || mix == "q4_0" || mix == "q4_k" || mix == "q5_k" || mix == "q6_k" ||
+                       mix == "q4_k_m" || mix == "q5_k_m";
+  if (isa == "avx512") {
+    if (mix == "bf16") {
+      *what = "bf16 dot";
+      return one ? peak.dot_bf16_1t : peak.dot_bf16_nt;
+    }
+    if (integer) {
+      *what = "int8 dot";
+      return one ? peak.dot_int8_1t : peak.dot_int8_nt;
+    }
+  } else if (isa == "avx2" && integer) {
+    *what = "int8 dot avx2";
+    return one ? peak.dot_int8_avx2_1t : peak.dot_int8_avx2_nt;
+  }
   return 0;
 }
 

@@ -22,10 +22,13 @@ std::string bench_weights_error(const Args& args, bool synthetic);
 Status load_bench_synthetic(const std::string& mix, const std::string& name, uint64_t seed,
                             std::shared_ptr<const Model>* out, std::string* types);
 
-// The dot-product peak the --weights mix's prefill multiplies with, for `threads`
-// threads: bf16 → vdpbf16ps GFLOP/s (oneDNN's bf16 matmul), q8_0/q4_0/q4_k/q5_k/q6_k/q4_k_m/q5_k_m →
-// vpdpbusd GOP/s (int8 tiles), f16 → 0 (its kernel converts to fp32: the FMA peak
-// applies). `what` gets its name ("bf16 dot" / "int8 dot"). 0 when unknown or unmeasured.
-double bench_weights_peak(const std::string& mix, const MachinePeak& peak, int threads, std::string* what);
+// The dot-product peak the --weights mix's prefill multiplies with on kernel ISA `isa`,
+// for `threads` threads. avx512: bf16 → vdpbf16ps GFLOP/s (oneDNN's bf16 matmul),
+// q8_0/q4_0/q4_k/q5_k/q6_k/q4_k_m/q5_k_m → vpdpbusd GOP/s (int8 tiles); avx2: the integer
+// types → vpmaddubsw GOP/s, bf16 → 0 (widened to fp32 in registers: the FMA peak
+// applies, as for f16 everywhere). `what` gets its name ("bf16 dot" / "int8 dot" /
+// "int8 dot avx2"). 0 when unknown or unmeasured.
+double bench_weights_peak(const std::string& mix, const std::string& isa, const MachinePeak& peak, int threads,
+                          std::string* what);
 
 }  // namespace headwise::tools

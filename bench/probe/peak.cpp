@@ -97,13 +97,14 @@ double MachinePeak::fma_gflops(const std::string& isa, int nthreads) const {
 }
 
 std::string MachinePeak::summary() const {
-  char buf[448];
+  char buf[512];
   std::snprintf(buf, sizeof buf,
                 "peak fp32 FMA: avx512 %.0f GFLOP/s (1 thread) %.0f (%d threads); "
-                "avx2 %.0f / %.0f; bf16 dot %.0f / %.0f; int8 dot %.0f / %.0f GOP/s; "
+                "avx2 %.0f / %.0f; bf16 dot %.0f / %.0f; int8 dot %.0f / %.0f GOP/s, avx2 %.0f / %.0f; "
                 "read bandwidth %.1f GB/s (1 thread) %.1f (%d threads)",
                 fma_avx512_1t, fma_avx512_nt, threads, fma_avx2_1t, fma_avx2_nt, dot_bf16_1t,
-                dot_bf16_nt, dot_int8_1t, dot_int8_nt, read_1t, read_nt, threads);
+                dot_bf16_nt, dot_int8_1t, dot_int8_nt, dot_int8_avx2_1t, dot_int8_avx2_nt, read_1t, read_nt,
+                threads);
   return buf;
 }
 
@@ -118,6 +119,8 @@ MachinePeak measure_peak(int threads, double secs) {
   if (kernels::may_use(Isa::avx2)) {
     m.fma_avx2_1t = time_fma(kernels::fma_probe_avx2, 1, secs);
     m.fma_avx2_nt = time_fma(kernels::fma_probe_avx2, m.threads, secs);
+    m.dot_int8_avx2_1t = time_fma(kernels::dot_int8_probe_avx2, 1, secs);
+    m.dot_int8_avx2_nt = time_fma(kernels::dot_int8_probe_avx2, m.threads, secs);
   }
   __builtin_cpu_init();
   if (kernels::may_use(Isa::avx512) && __builtin_cpu_supports("avx512bf16")) {

@@ -17,6 +17,9 @@ struct MachinePeak {
   // CPU lacks AVX512-BF16 / AVX512-VNNI.
   double dot_bf16_1t = 0, dot_bf16_nt = 0;
   double dot_int8_1t = 0, dot_int8_nt = 0;
+  // GOP/s of AVX2's int8 multiply (vpmaddubsw), the ceiling of the integer types' avx2
+  // kernels; 0 without AVX2.
+  double dot_int8_avx2_1t = 0, dot_int8_avx2_nt = 0;
   // GB/s reading a buffer far larger than the caches.
   double read_1t = 0, read_nt = 0;
 
@@ -49,7 +52,7 @@ class ReadProbe {
 };
 
 // Measures the probes with `threads` OpenMP threads (0 = all). Takes about
-// 10 × seconds_per_probe; each probe reports its best of several runs.
+// 12 × seconds_per_probe; each probe reports its best of several runs.
 MachinePeak measure_peak(int threads = 0, double seconds_per_probe = 0.1);
 
 }  // namespace headwise

@@ -17,6 +17,8 @@ double fma_probe_avx2(int64_t iters, float* sink);
 // (2 per multiply-add); AVX512-BF16 / AVX512-VNNI CPUs only.
 double dot_bf16_probe_avx512(int64_t iters, float* sink);
 double dot_int8_probe_avx512(int64_t iters, float* sink);
+// The int8 rate without VNNI: vpmaddubsw (32 u8·s8 multiply-adds), 2 ops each.
+double dot_int8_probe_avx2(int64_t iters, float* sink);
 
 // Reads n floats (n a multiple of 64) with the widest loads available and returns a sum
 // so the reads cannot be elided.

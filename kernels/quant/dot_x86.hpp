@@ -101,25 +101,36 @@ inline void prepare_q8a(const float* x, BlockQ8A* o, int64_t K) {
   }
 }
 
-// An input row as bf16 (ActKind::bf16), exactly as f32_to_bf16 rounds (to nearest even,
-// a NaN made quiet), in integer arithmetic: AVX512-BF16's vcvtneps2bf16 would flush
-// denormal inputs to zero.
-inline void prepare_bf16(const float* x, uint16_t* o, int64_t K) {
+// 8 floats rounded to bf16 as f32_to_bf16 rounds (to nearest even, a NaN made quiet),
+// in integer arithmetic (AVX512-BF16's vcvtneps2bf16 would flush denormal inputs to
+// zero): the bf16 bits in the low half of each 32-bit lane, the high half zero.
+inline __m256i round_bf16_lanes(const float* p) {
   const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
   const __m256i half = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x40);
-  auto round = [&](const float* p) {
-    const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    const __m256i r = _mm256_srli_epi32(
-        _mm256_add_epi32(_mm256_add_epi32(u, half), _mm256_and_si256(_mm256_srli_epi32(u, 16), one)), 16);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
-    return _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet), nan);
-  };
+  const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i r = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(u, half), _mm256_and_si256(_mm256_srli_epi32(u, 16), one)), 16);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+  return _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet), nan);
+}
+
+// An input row as bf16 (ActKind::bf16), exactly as f32_to_bf16 rounds.
+inline void prepare_bf16(const float* x, uint16_t* o, int64_t K) {
   int64_t k = 0;
   for (; k + 16 <= K; k += 16) {
-    const __m256i packed = _mm256_packus_epi32(round(x + k), round(x + k + 8));  // lanes 0-3 8-11 4-7 12-15
+    const __m256i packed = _mm256_packus_epi32(round_bf16_lanes(x + k), round_bf16_lanes(x + k + 8));  // lanes 0-3 8-11 4-7 12-15
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + k), _mm256_permute4x64_epi64(packed, 0xD8));
   }
   for (; k < K; ++k) o[k] = f32_to_bf16(x[k]);
+}
+
+// The same values as fp32 (bf16_to_f32 of them), for products that widen the weights
+// and multiply in fp32 (the avx2 BF16 panels, panel_half_avx2.hpp).
+inline void round_bf16_f32(const float* x, float* o, int64_t K) {
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + k), _mm256_slli_epi32(round_bf16_lanes(x + k), 16));
+  for (; k < K; ++k) o[k] = bf16_to_f32(f32_to_bf16(x[k]));
 }
 
 // prepare_activations with the x86 row preparations (QuantLinear's Prep).

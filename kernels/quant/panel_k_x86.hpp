@@ -111,6 +111,21 @@ struct V8 {
 #endif
   }
   static I dot(I acc, I u, I s) { return D::dot_acc(acc, u, s); }
+  // Without VNNI the products are vpmaddubsw's 16-bit pair sums: the tiles add several
+  // in 16 bits and widen them with ONE vpmaddwd against the rows' scales (kMadd16),
+  // instead of a vpmaddwd per product and a vpmulld per sub-block. On Zen 1 all three
+  // multiplies issue on one pipe (vpmulld ymm at a quarter of the rate): Q4_K decode
+  // 4.4 → see q4_k_avx2.cpp.
+  static constexpr bool kMadd16 = !D::kWideU8;
+  static I maddubs(I u, I s) { return _mm256_maddubs_epi16(u, s); }
+  static I add16(I a, I b) { return _mm256_add_epi16(a, b); }
+  static I madd(I a, I b) { return _mm256_madd_epi16(a, b); }
+  static I sub32(I a, I b) { return _mm256_sub_epi32(a, b); }
+  static I sll32(I a, int n) { return _mm256_slli_epi32(a, n); }
+  // 32-bit lanes a, b (each in int16 range) as the int16 pair (a, b) of each lane.
+  static I pair16(I a, I b) {
+    return _mm256_or_si256(_mm256_and_si256(a, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(b, 16));
+  }
   static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
   static F set1(float v) { return _mm256_set1_ps(v); }
   static F zero_f() { return _mm256_setzero_ps(); }
@@ -126,6 +141,7 @@ struct V16Ops {
   using I = __m512i;
   using F = __m512;
   static constexpr int kRows = 16;
+  static constexpr bool kMadd16 = false;  // vpdpbusd sums into 32 bits
   static I set8(char c) { return _mm512_set1_epi8(c); }
   static I set32(int32_t v) { return _mm512_set1_epi32(v); }
   static I and_(I a, I b) { return _mm512_and_si512(a, b); }
@@ -253,6 +269,42 @@ struct PanelQK {
       for (int c = 0; c < 4; ++c) {
         const int qc = kQ + c * 32 * R;
         V::ahead_span(p, p2, qc, 32 * R);
+        if constexpr (V::kMadd16) {
+          // 16-bit sums of G products: G·2·qmax·127 < 2¹⁵ (Q4_K: 8·3810, Q5_K: 4·7874);
+          // each widened by one vpmaddwd against the sub-block's scale in both halves
+          // of a lane, ≤ 2·30480·63 (Q5_K 2·2·31496·63) in int32.
+          constexpr int G = k5 ? 4 : 8;
+          const I sc0 = V::u8(p, p2, kSc + R * 2 * c), sc1 = V::u8(p, p2, kSc + R * (2 * c + 1));
+          const I s0 = V::pair16(sc0, sc0), s1 = V::pair16(sc1, sc1);
+          I slo[RA], shi[RA], dlo[RA], dhi[RA];
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) {
+            const I v = V::load(p, p2, qc + 4 * R * i);
+            I lo = V::and_(v, low4), hi = V::and_(V::srl16(v, 4), low4);
+            if constexpr (k5) {
+              const I h = V::load(p, p2, kHi + 4 * R * i), bit4 = V::set8(0x10);
+              lo = V::or_(lo, V::and_(bit_to_4<V>(h, 2 * c), bit4));
+              hi = V::or_(hi, V::and_(bit_to_4<V>(h, 2 * c + 1), bit4));
+            }
+            for (int a = 0; a < RA; ++a) {
+              const BlockQ8A* xb = x[a] + sb * 8 + 2 * c;
+              const I pl = V::maddubs(lo, V::set32(load_i32(xb[0].q + 4 * i)));
+              const I ph = V::maddubs(hi, V::set32(load_i32(xb[1].q + 4 * i)));
+              slo[a] = i % G == 0 ? pl : V::add16(slo[a], pl);
+              shi[a] = i % G == 0 ? ph : V::add16(shi[a], ph);
+              if (i % G == G - 1) {
+                dlo[a] = i == G - 1 ? V::madd(slo[a], s0) : V::add32(dlo[a], V::madd(slo[a], s0));
+                dhi[a] = i == G - 1 ? V::madd(shi[a], s1) : V::add32(dhi[a], V::madd(shi[a], s1));
+              }
+            }
+          }
+          for (int a = 0; a < RA; ++a) {
+            const BlockQ8A* xb = x[a] + sb * 8 + 2 * c;
+            accsb[a] = V::fmadd(V::cvt(dlo[a]), V::set1(xb[0].d), accsb[a]);
+            accsb[a] = V::fmadd(V::cvt(dhi[a]), V::set1(xb[1].d), accsb[a]);
+          }
+          continue;
+        }
         I dlo[RA][S], dhi[RA][S];
         for (int a = 0; a < RA; ++a)
           for (int s = 0; s < S; ++s) dlo[a][s] = dhi[a][s] = V::zero_i();
@@ -340,7 +392,46 @@ struct PanelQ6K {
       const F d = V::f16(p, p2, kD);
       F accsb[RA];
       for (int a = 0; a < RA; ++a) accsb[a] = V::zero_f();
-      if constexpr (RA == 1) {
+      if constexpr (V::kMadd16) {
+        // Without VNNI (see V8::kMadd16): per block, pairs of products added in 16 bits
+        // (2·2·63·127 < 2¹⁵) and widened by one vpmaddwd against the sub-block's scale
+        // in both halves of a lane; the offset −32·Σx as one vpmaddwd of the two
+        // sub-blocks' scales against the input's two half sums (blocks.hpp), times 32.
+        // Each block loads its vectors (the quad path below shares them): on this path
+        // the one multiply pipe, not the loads, bounds the loop.
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) {
+          const int lj = kLo + (j / 2) * 32 * R, hj = kHiQ + (j / 4) * 32 * R;
+          if ((j & 1) == 0) V::ahead_span(p, p2, lj, 32 * R);
+          if ((j & 3) == 0) V::ahead_span(p, p2, hj, 32 * R);
+          const I sc0 = V::s8(p, p2, kSc + R * 2 * j), sc1 = V::s8(p, p2, kSc + R * (2 * j + 1));
+          const I s0 = V::pair16(sc0, sc0), s1 = V::pair16(sc1, sc1), s01 = V::pair16(sc0, sc1);
+          I t[RA], dsum[RA];
+          const int k = j % 4;
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) {
+            const I l = V::load(p, p2, lj + 4 * R * i), h = V::load(p, p2, hj + 4 * R * i);
+            const I l4 = V::and_(j & 1 ? V::srl16(l, 4) : l, low4);
+            const I hs = k == 0 ? V::sll16(h, 4) : k == 1 ? V::sll16(h, 2) : k == 2 ? h : V::srl16(h, 2);
+            const I qv = V::merge45(l4, hs);
+            for (int a = 0; a < RA; ++a) {
+              const I pr = V::maddubs(qv, V::set32(load_i32(x[a][sb * 8 + j].q + 4 * i)));
+              t[a] = i % 2 == 0 ? pr : V::add16(t[a], pr);
+              if (i % 2 == 1) {
+                const I w = V::madd(t[a], i < 4 ? s0 : s1);
+                dsum[a] = i == 1 ? w : V::add32(dsum[a], w);
+              }
+            }
+          }
+          for (int a = 0; a < RA; ++a) {
+            const BlockQ8A& xb = x[a][sb * 8 + j];
+            const I off = V::madd(s01, V::set32(load_i32(xb.sum)));
+            accsb[a] = V::fmadd(V::cvt(V::sub32(dsum[a], V::sll32(off, 5))), V::set1(xb.d), accsb[a]);
+          }
+        }
+        for (int a = 0; a < RA; ++a) acc[a] = V::fmadd(accsb[a], d, acc[a]);
+        continue;
+      } else if constexpr (RA == 1) {
         // Decode: the four blocks 4u .. 4u + 3 together, so each high-bit vector is
         // loaded once for its four blocks and each low-nibble vector once for its two
         // (the loop below, for RA rows, loads them per block: 8 loads where this has 3).

@@ -23,8 +23,10 @@ void check_quant_linear_kernel(const LinearKernel& lk) {
   ASSERT_EQ(ti.block, weight_block_elems(lk.type)) << lk.symbol;
   ASSERT_EQ(ti.block_bytes, weight_block_bytes(lk.type)) << lk.symbol;
   const int b = ti.block;
-  // N = 17, 130, 131: every width of the last weight-row group of the 4-row tiles
-  for (auto [K, N] : {std::pair{b == 1 ? 16 : b, 17}, {b == 1 ? 100 : 3 * b, 130}, {b == 1 ? 64 : 2 * b, 131}}) {
+  // N = 17, 130, 131: every width of the last weight-row group of the 4-row tiles; K = 600
+  // or 9 blocks: kernels that block K (the avx2 BF16/F16 panels, 256) end in a part-block
+  for (auto [K, N] : {std::pair{b == 1 ? 16 : b, 17}, {b == 1 ? 100 : 3 * b, 130}, {b == 1 ? 64 : 2 * b, 131},
+                      {b == 1 ? 600 : 9 * b, 33}}) {
     std::mt19937 g(K * 31 + N);
     std::uniform_real_distribution<float> u(-1, 1);
     std::vector<float> w(size_t(K) * N), bias(N);
@@ -64,7 +66,8 @@ void check_quant_linear_kernel(const LinearKernel& lk) {
       pw.data = dst;
       pw.repacked = true;
     }
-    for (int rows : {1, 2, 3, 4, 5, 8, 17, 70})
+    // 101: more than one chunk of the prefill loops (64 or 96 rows)
+    for (int rows : {1, 2, 3, 4, 5, 8, 17, 70, 101})
       for (int threads : {1, 2}) {
         const int64_t ldx = K + 3, ldy = N + 5;  // strided rows
         std::vector<float> x(size_t(rows) * ldx), y(size_t(rows) * ldy, NAN);
