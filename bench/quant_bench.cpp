@@ -19,6 +19,11 @@
 //   the three decode_* run each projection as the plan does (graph::run_projections:
 //   output-row shares on graph::parallel_run's team, balanced per call site), with
 //   OMP_NUM_THREADS threads;
+//   decode_cached: one row through one 768×512 matrix called again and again (Q6_K
+//           322 KiB, in this host's L2; BF16's 768 KiB in L3), with OMP_NUM_THREADS threads
+//           as the plan makes the call: the rate a kernel's arithmetic allows, in GB/s, to
+//           set against the read bandwidth (where a decode_* rate sits below both, the
+//           kernel is not keeping its reads in flight);
 //   projection, decode_projection: the same shapes through graph::Projection, i.e.
 //           what the plan runs (BF16: oneDNN's bf16 matmul on weights packed once;
 //           other types: the registry kernel, on the integer types' 8-row panels on
@@ -145,6 +150,8 @@ const std::vector<Shape> kLayer134m = {{768, 768}, {768, 768}, {768, 768}, {768,
                                        {768, 2048}, {768, 2048}, {2048, 768}};
 // llama-134m's output matrix (d 768, vocab 32000), taken 6 times in turn (Q6_K: 121 MB).
 const std::vector<Shape> kClassifier = {{768, 32000}};
+// One small matrix that stays in the caches between calls (decode_cached).
+const std::vector<Shape> kCached = {{768, 512}};
 
 // The projections of `layers` layers of `shapes` (see the header), one row through each
 // in model order per iteration.
@@ -235,6 +242,8 @@ const int kRegistered = [] {
             ->Unit(benchmark::kMillisecond)->UseRealTime();
         benchmark::RegisterBenchmark(("decode_classifier/" + name).c_str(), bm_stream, types[i], isa, 6, kClassifier)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
+        benchmark::RegisterBenchmark(("decode_cached/" + name).c_str(), bm_stream, types[i], isa, 1, kCached)
+            ->Unit(benchmark::kMicrosecond)->UseRealTime();
       }
     }
   }

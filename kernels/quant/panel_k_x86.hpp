@@ -93,6 +93,17 @@ struct V8 {
   static I u8(const uint8_t* p, int64_t, int o) { return _mm256_cvtepu8_epi32(load_8(p + o)); }
   static I s8(const uint8_t* p, int64_t, int o) { return _mm256_cvtepi8_epi32(load_8(p + o)); }
   static void ahead_span(const uint8_t* p, int64_t, int o, int n) { ahead_bytes(p + o, n); }
+  // The kMadd16 tiles' prefetch, decode only: one request per line of a super-block's n
+  // bytes, 4 KiB on. On Zen 1 (2 loads a cycle, prefetches among them) the two requests a
+  // line of ahead() (2 KiB into L1, 16 KiB into L2) cost more than they won: quant_bench,
+  // 2 threads, 5 alternating rounds, medians, GB/s: decode_stream q4_K 15.1 → 17.3, q6_K
+  // 11.3 → 15.0; decode_classifier q4_K 14.5 → 16.7, q6_K 12.0 → 13.8; decode_stream_small
+  // q6_K 11.0 → 12.2 (non-temporal 4 KiB: within the noise of this; 2 KiB: less). Prefill
+  // tiles (RA > 1) reread their panel from L1/L2 and ask for nothing: projection/q4_K 128
+  // rows 38-42 → 44-45 GFLOP/s, q6_K 30 → 31.
+  static void stream_ahead(const uint8_t* p, int n) {
+    for (int i = 0; i < n; i += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + 4096 + i, _MM_HINT_T0);
+  }
   static I set8(char c) { return _mm256_set1_epi8(c); }
   static I set32(int32_t v) { return _mm256_set1_epi32(v); }
   static I and_(I a, I b) { return _mm256_and_si256(a, b); }
@@ -124,9 +135,17 @@ struct V8 {
   static I madd(I a, I b) { return _mm256_madd_epi16(a, b); }
   static I sub32(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I sll32(I a, int n) { return _mm256_slli_epi32(a, n); }
-  // 32-bit lanes a, b (each in int16 range) as the int16 pair (a, b) of each lane.
-  static I pair16(I a, I b) {
-    return _mm256_or_si256(_mm256_and_si256(a, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(b, 16));
+  // The 16 scale bytes at p + o, two sub-blocks' 8 rows each (a, b), as int16 pairs per
+  // row lane: s0 = (a, a), s1 = (b, b), s01 = (a, b) — vpmaddwd's other operands. One
+  // widening and four shuffles (two vpmovsxbd per sub-block and masks cost more).
+  template <bool kSigned>
+  static void scale_pairs(const uint8_t* p, int o, I& s0, I& s1, I& s01) {
+    const __m128i raw = load_16(p + o);
+    const I w = kSigned ? _mm256_cvtepi8_epi16(raw) : _mm256_cvtepu8_epi16(raw);  // a rows 0-7 | b rows 0-7
+    const I t = _mm256_permute4x64_epi64(w, 0xD8);  // a 0-3, b 0-3 | a 4-7, b 4-7
+    s0 = _mm256_unpacklo_epi16(t, t);
+    s1 = _mm256_unpackhi_epi16(t, t);
+    s01 = _mm256_unpacklo_epi16(t, _mm256_bsrli_epi128(t, 8));
   }
   static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
   static F set1(float v) { return _mm256_set1_ps(v); }
@@ -248,8 +267,12 @@ struct PanelQK {
     constexpr int S = RA == 1 ? 2 : 1;  // independent dot chains per sub-block (latency in decode)
     const I low4 = V::set8(0xF);
     for (int64_t sb = 0; sb < nsb; ++sb, p += kBytes) {
-      V::ahead_span(p, p2, 0, kHead);
-      if constexpr (k5) V::ahead_span(p, p2, kHi, kBytes - kHi);
+      if constexpr (V::kMadd16) {
+        if constexpr (RA == 1) V::stream_ahead(p, kBytes);
+      } else {
+        V::ahead_span(p, p2, 0, kHead);
+        if constexpr (k5) V::ahead_span(p, p2, kHi, kBytes - kHi);
+      }
       const F d = V::f16(p, p2, kD), dmin = V::f16(p, p2, kDmin);
       // − dmin·Σ_j m_j·x_j.d·Σx_j
       F macc[RA];
@@ -270,14 +293,13 @@ struct PanelQK {
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         const int qc = kQ + c * 32 * R;
-        V::ahead_span(p, p2, qc, 32 * R);
         if constexpr (V::kMadd16) {
           // 16-bit sums of G products: G·2·qmax·127 < 2¹⁵ (Q4_K: 8·3810, Q5_K: 4·7874);
           // each widened by one vpmaddwd against the sub-block's scale in both halves
           // of a lane, ≤ 2·30480·63 (Q5_K 2·2·31496·63) in int32.
           constexpr int G = k5 ? 4 : 8;
-          const I sc0 = V::u8(p, p2, kSc + R * 2 * c), sc1 = V::u8(p, p2, kSc + R * (2 * c + 1));
-          const I s0 = V::pair16(sc0, sc0), s1 = V::pair16(sc1, sc1);
+          I s0, s1, s01;
+          V::template scale_pairs<false>(p, kSc + R * 2 * c, s0, s1, s01);
           I slo[RA], shi[RA], dlo[RA], dhi[RA];
 #pragma GCC unroll 8
           for (int i = 0; i < 8; ++i) {
@@ -307,6 +329,7 @@ struct PanelQK {
           }
           continue;
         }
+        V::ahead_span(p, p2, qc, 32 * R);
         I dlo[RA][S], dhi[RA][S];
         for (int a = 0; a < RA; ++a)
           for (int s = 0; s < S; ++s) dlo[a][s] = dhi[a][s] = V::zero_i();
@@ -390,7 +413,11 @@ struct PanelQ6K {
     using F = typename V::F;
     const I low4 = V::set8(0xF);
     for (int64_t sb = 0; sb < nsb; ++sb, p += kBytes) {
-      V::ahead_span(p, p2, 0, kHead);
+      if constexpr (V::kMadd16) {
+        if constexpr (RA == 1) V::stream_ahead(p, kBytes);
+      } else {
+        V::ahead_span(p, p2, 0, kHead);
+      }
       const F d = V::f16(p, p2, kD);
       F accsb[RA];
       for (int a = 0; a < RA; ++a) accsb[a] = V::zero_f();
@@ -404,10 +431,8 @@ struct PanelQ6K {
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
           const int lj = kLo + (j / 2) * 32 * R, hj = kHiQ + (j / 4) * 32 * R;
-          if ((j & 1) == 0) V::ahead_span(p, p2, lj, 32 * R);
-          if ((j & 3) == 0) V::ahead_span(p, p2, hj, 32 * R);
-          const I sc0 = V::s8(p, p2, kSc + R * 2 * j), sc1 = V::s8(p, p2, kSc + R * (2 * j + 1));
-          const I s0 = V::pair16(sc0, sc0), s1 = V::pair16(sc1, sc1), s01 = V::pair16(sc0, sc1);
+          I s0, s1, s01;
+          V::template scale_pairs<true>(p, kSc + R * 2 * j, s0, s1, s01);
           I t[RA], dsum[RA];
           const int k = j % 4;
 #pragma GCC unroll 8
