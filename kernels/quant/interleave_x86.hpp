@@ -33,6 +33,7 @@
 
 #include "kernels/matmul/linear.hpp"
 #include "kernels/quant/dot_x86.hpp"
+#include "kernels/quant/fma_tile_avx2.hpp"
 #include "kernels/quant/interleave.hpp"
 #include "kernels/quant/quant.hpp"
 
@@ -52,6 +53,7 @@ struct PanelQ4_0 {
   static constexpr uint8_t kFlip = 0;
   static constexpr int kOffset = 8;  // x = d·(q − 8)
   static constexpr bool kZmm = D::kZmm;
+  static constexpr bool kWide = D::kWideU8;
   static constexpr bool kDecodePairs = true;  // decode: two blocks per step
   struct W { __m256i v[8]; };  // v[i]: elements 4i..4i+3 (i < 4), 16 + 4(i − 4).. (i ≥ 4)
   static W unpack(const uint8_t* q) {
@@ -92,6 +94,7 @@ struct PanelQ8_0 {
   static constexpr uint8_t kFlip = D::kWideU8 ? 0x80 : 0;
   static constexpr int kOffset = D::kWideU8 ? 128 : 0;
   static constexpr bool kZmm = D::kZmm;
+  static constexpr bool kWide = D::kWideU8;
   static constexpr bool kDecodePairs = D::kWideU8;  // AVX2: two blocks' 16 vectors spill
   struct W { __m256i v[8]; };  // v[i]: elements 4i..4i+3
   static W unpack(const uint8_t* q) {
@@ -309,6 +312,95 @@ void panel_gemv_z(const uint8_t* panels, int64_t nb, int64_t p0, int64_t p1, int
 }
 #endif
 
+// Q8_0 prefill on AVX2 as an fp32 GEMM. Without VNNI every Q8_0 product is vpmaddubsw
+// then vpmaddwd (two of its 16-bit pair sums may overflow) plus the sign trick: on Zen 1
+// both multiplies issue on one pipe, so the int8 tile runs at the fp32 FMA rate at best
+// (measured: 75% of it, 30.5 GFLOP/s on one core), while an FMA tile reaches ~89% (as
+// oneDNN's f32 matmul does here). So for many rows the weights of a pair of panels are
+// dequantized, one K block at a time, into an L1 block of fp32 (w·d, 16 outputs per k)
+// and multiplied with the fma_tile against the inputs' int8 values times their block
+// scale (q·d, what the int8 path multiplies): the same operands, only the fp32 rounding
+// of the two products and of the sums differs (the float64 reference bounds both).
+struct Q8Fp32 {
+  static constexpr size_t kGroupBytes = 64;  // 16 floats per k
+  static void load(const uint8_t* g, __m256& a, __m256& b) {
+    a = _mm256_loadu_ps(reinterpret_cast<const float*>(g));
+    b = _mm256_loadu_ps(reinterpret_cast<const float*>(g) + 8);
+  }
+  static void order(__m256 a, __m256 b, __m256& lo, __m256& hi) { lo = a, hi = b; }
+  static constexpr int kMinRows = 24;    // fewer rows: the int8 tile (the dequantization would not pay)
+  static constexpr int kChunkRows = 96;  // 16 tiles of 6 per dequantized block
+  static constexpr int kBlocks = 8;      // K block: 256 k, 16 KiB of fp32
+  static constexpr int kTileRows = 6;
+  // Blocks [b0, b0 + nbk) of panel p (and p + 1 when `two`; else zeros) into wf[k][16].
+  static void dequant(const uint8_t* panels, int64_t nb, int64_t p, bool two, int64_t b0, int nbk, float* wf) {
+    const size_t pb = panel_bytes(nb, 32), qstep = size_t(kPanelRows) * 32;
+    for (int h = 0; h < 2; ++h) {
+      if (h == 1 && !two) {
+        for (int k = 0; k < 32 * nbk; ++k) _mm256_storeu_ps(wf + 16 * k + 8, _mm256_setzero_ps());
+        break;
+      }
+      const uint8_t* q = panels + size_t(p + h) * pb;
+      const uint8_t* s = q + size_t(nb) * qstep;
+      for (int bi = 0; bi < nbk; ++bi) {
+        const __m256 ws = panel_scales(s, b0 + bi);
+        const uint8_t* qb = q + size_t(b0 + bi) * qstep;
+        float* o = wf + size_t(32 * bi) * 16 + 8 * h;
+        for (int i = 0; i < 8; ++i) {  // vector i: bytes 4i..4i+3 of the 8 rows
+          const __m256i v = load32(qb + 32 * i);
+          _mm256_storeu_ps(o + 16 * (4 * i + 0), _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 24), 24)), ws));
+          _mm256_storeu_ps(o + 16 * (4 * i + 1), _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 16), 24)), ws));
+          _mm256_storeu_ps(o + 16 * (4 * i + 2), _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(v, 8), 24)), ws));
+          _mm256_storeu_ps(o + 16 * (4 * i + 3), _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(v, 24)), ws));
+        }
+      }
+    }
+  }
+  // The input row's int8 blocks as fp32 values q·d (K floats).
+  static void values(const BlockQ8A* xb, int64_t nb, float* out) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const __m256 d = _mm256_set1_ps(xb[b].d);
+      for (int i = 0; i < 4; ++i)
+        _mm256_storeu_ps(out + 32 * b + 8 * i,
+                         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
+                                           reinterpret_cast<const __m128i*>(xb[b].q + 8 * i)))),
+                                       d));
+    }
+  }
+  template <int RA>
+  static void rows_of(const float* wf, int64_t nk, const float* xf, int64_t ldx, int m, int ra, bool add, float* y,
+                      int64_t ldy, int valid) {
+    if (ra == RA) {
+      const float* xr[RA];
+      for (int r = 0; r < RA; ++r) xr[r] = xf + (m + r) * ldx;
+      __m256 acc[RA][2];
+      fma_tile<Q8Fp32, RA, false>(reinterpret_cast<const uint8_t*>(wf), nk, xr, acc);
+      fma_store<Q8Fp32, RA>(acc, y + m * ldy, ldy, valid, add);
+    } else if constexpr (RA > 1) {
+      rows_of<RA - 1>(wf, nk, xf, ldx, m, ra, add, y, ldy, valid);
+    }
+  }
+  // Panels [p0, p1) × all `rows` inputs (xf: their values, ldx apart) into y.
+  static void share(const uint8_t* panels, int64_t nb, int64_t p0, int64_t p1, int64_t N, const float* xf,
+                    int64_t ldx, int rows, float* y, int64_t ldy) {
+    alignas(64) float wf[kBlocks * 32 * 16];
+    for (int m0 = 0; m0 < rows; m0 += kChunkRows) {
+      const int m1 = std::min(rows, m0 + kChunkRows);
+      for (int64_t b0 = 0; b0 < nb; b0 += kBlocks) {
+        const int nbk = int(std::min<int64_t>(kBlocks, nb - b0));
+        for (int64_t p = p0; p < p1; p += 2) {
+          const bool two = p + 1 < p1;
+          dequant(panels, nb, p, two, b0, nbk, wf);
+          const int valid = int(std::min<int64_t>(16, N - p * kPanelRows));
+          for (int m = m0; m < m1; m += kTileRows)
+            rows_of<kTileRows>(wf, 32 * nbk, xf + b0 * 32, ldx, m, std::min(kTileRows, m1 - m), b0 > 0,
+                               y + p * kPanelRows, ldy, valid);
+        }
+      }
+    }
+  }
+};
+
 // Panel p (two: p and p + 1, when `two`) × inputs [m, m + ra), ra ≤ RA.
 template <class P, int RA>
 void panel_tiles(const uint8_t* panels, int64_t nb, int64_t p, bool two, int64_t N, const uint8_t* xa, size_t ab,
@@ -339,8 +431,14 @@ struct PanelLinear {
   }
   static size_t act_bytes(int K) { return (act_row_bytes(ActKind::q8a, K) + 63) / 64 * 64; }
   // Per input row: the prepared blocks, then (after all rows) nb starting sums per row.
+  // Q8_0 on AVX2 from Q8Fp32::kMinRows rows: the prefill runs as an fp32 GEMM (Q8Fp32).
+  static constexpr bool kFp32Prefill = !P::kZmm && !P::kWide && P::kQB == 32;
+  static bool fp32_prefill(int rows) { return kFp32Prefill && rows >= Q8Fp32::kMinRows; }
+  // Per input row: the prepared blocks, then (after all rows) nb starting sums per row,
+  // then for the fp32 prefill each row's values (K floats).
   static size_t scratch_bytes(const PackedWeights& w, int rows) {
-    return size_t(rows) * act_bytes(w.K) + size_t(rows) * size_t(blocks(w)) * 4;
+    return size_t(rows) * act_bytes(w.K) + size_t(rows) * size_t(blocks(w)) * 4 +
+           (fp32_prefill(rows) ? size_t(rows) * size_t(w.K) * 4 : 0);
   }
   static size_t repacked_bytes(const PackedWeights& w) {
     return size_t((w.N + kPanelRows - 1) / kPanelRows) * panel_bytes(blocks(w), P::kQB);
@@ -358,15 +456,21 @@ struct PanelLinear {
     auto* st = reinterpret_cast<int32_t*>(xa + size_t(rows) * ab);
     const int nt = int(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(np, rows))));
     constexpr int TA = panel_tile_a<P>();
+    const bool fp32 = fp32_prefill(rows);
+    float* xf = reinterpret_cast<float*>(st + size_t(rows) * nb);  // fp32: the inputs' values
     auto prepare = [&](int r) {
       prepare_q8a(x + r * ldx, reinterpret_cast<BlockQ8A*>(xa + r * ab), w.K);
       const auto* xb = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
       for (int64_t b = 0; b < nb; ++b) st[size_t(r) * nb + b] = -P::kOffset * (xb[b].sum[0] + xb[b].sum[1]);
+      if (fp32) Q8Fp32::values(xb, nb, xf + size_t(r) * w.K);
     };
     auto share = [&](int t, int n) {
-      const int64_t p0 = np * t / n, p1 = np * (t + 1) / n;
+      int64_t p0 = np * t / n, p1 = np * (t + 1) / n;
+      if (fp32) p0 = np * t / n / 2 * 2, p1 = t + 1 == n ? np : np * (t + 1) / n / 2 * 2;  // whole pairs
       if (p0 < p1) {
-        if (rows == 1) {
+        if (fp32) {
+          Q8Fp32::share(panels, nb, p0, p1, N, xf, w.K, rows, y, ldy);
+        } else if (rows == 1) {
           const auto* x0 = reinterpret_cast<const BlockQ8A*>(xa);
 #if defined(__AVX512F__) && defined(__AVX512VNNI__)
           if constexpr (P::kZmm) panel_gemv_z<P>(panels, nb, p0, p1, N, x0, st, y);

@@ -34,6 +34,7 @@
 
 #include "kernels/matmul/linear.hpp"
 #include "kernels/quant/dot_x86.hpp"
+#include "kernels/quant/fma_tile_avx2.hpp"
 #include "kernels/quant/quant.hpp"
 
 namespace headwise::kernels::quant {
@@ -45,6 +46,7 @@ inline size_t half_panel_bytes(int64_t K) { return size_t(K) * kHalfPanelRows * 
 // The 16 rows of group k as two fp32 vectors, in the lane order of the type.
 struct WidenBf16 {
   static constexpr WeightType kType = WeightType::bf16;
+  static constexpr size_t kGroupBytes = 32;
   static constexpr ActKind kAct = ActKind::bf16;  // inputs rounded to bf16
   static void load(const uint8_t* g, __m256& a, __m256& b) {
     const __m256i v = load32(g);
@@ -61,6 +63,7 @@ struct WidenBf16 {
 };
 struct WidenF16 {
   static constexpr WeightType kType = WeightType::f16;
+  static constexpr size_t kGroupBytes = 32;
   static constexpr ActKind kAct = ActKind::f32;  // inputs as they are
   static void load(const uint8_t* g, __m256& a, __m256& b) {
     a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
@@ -69,51 +72,6 @@ struct WidenF16 {
   static void order(__m256 a, __m256 b, __m256& lo, __m256& hi) { lo = a, hi = b; }
   static float value(uint16_t h) { return h2f(h); }
 };
-
-// out[a][0..1] = Σ_{k < nk} x[a][k] · group k, for RA input rows (g: the first group).
-// One row (decode): two k per step in two sets of sums (the FMA latency), and the
-// streaming prefetch. The sums are locals until the end: __m256 may alias the float
-// inputs, so sums kept in the caller's array were stored back after every FMA.
-template <class H, int RA, bool kStream>
-inline void half_tile(const uint8_t* g, int64_t nk, const float* const* x, __m256 (*out)[2]) {
-  __m256 acc[RA][2];
-#pragma GCC unroll 8
-  for (int r = 0; r < RA; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  int64_t k = 0;
-  if constexpr (RA == 1) {
-    __m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps();
-    for (; k + 2 <= nk; k += 2) {
-      const uint8_t* q = g + size_t(k) * 32;
-      if constexpr (kStream) ahead_nta(q);
-      __m256 a0, b0, a1, b1;
-      H::load(q, a0, b0);
-      H::load(q + 32, a1, b1);
-      const __m256 x0 = _mm256_broadcast_ss(x[0] + k), x1 = _mm256_broadcast_ss(x[0] + k + 1);
-      acc[0][0] = _mm256_fmadd_ps(a0, x0, acc[0][0]);
-      acc[0][1] = _mm256_fmadd_ps(b0, x0, acc[0][1]);
-      c0 = _mm256_fmadd_ps(a1, x1, c0);
-      c1 = _mm256_fmadd_ps(b1, x1, c1);
-    }
-    acc[0][0] = _mm256_add_ps(acc[0][0], c0);
-    acc[0][1] = _mm256_add_ps(acc[0][1], c1);
-  }
-  for (; k < nk; ++k) {
-    const uint8_t* q = g + size_t(k) * 32;
-    if constexpr (kStream) {
-      if ((k & 1) == 0) ahead_nta(q);
-    }
-    __m256 a, b;
-    H::load(q, a, b);
-#pragma GCC unroll 8
-    for (int r = 0; r < RA; ++r) {
-      const __m256 xv = _mm256_broadcast_ss(x[r] + k);
-      acc[r][0] = _mm256_fmadd_ps(a, xv, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(b, xv, acc[r][1]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < RA; ++r) out[r][0] = acc[r][0], out[r][1] = acc[r][1];
-}
 
 template <class H>
 struct HalfPanelLinear {
@@ -153,25 +111,10 @@ struct HalfPanelLinear {
     const float* xr[RA];
     for (int r = 0; r < RA; ++r) xr[r] = x + (m + r) * ldx + k0;
     __m256 acc[RA][2];
-    if (stream) half_tile<H, RA, true>(g, nk, xr, acc);
-    else half_tile<H, RA, false>(g, nk, xr, acc);
+    if (stream) fma_tile<H, RA, true>(g, nk, xr, acc);
+    else fma_tile<H, RA, false>(g, nk, xr, acc);
     const int64_t n = p * kHalfPanelRows;
-    const int valid = int(std::min<int64_t>(kHalfPanelRows, w.N - n));
-    for (int r = 0; r < RA; ++r) {
-      __m256 lo, hi;
-      H::order(acc[r][0], acc[r][1], lo, hi);
-      float* yr = y + (m + r) * ldy + n;
-      if (valid == kHalfPanelRows) {
-        if (add) lo = _mm256_add_ps(lo, _mm256_loadu_ps(yr)), hi = _mm256_add_ps(hi, _mm256_loadu_ps(yr + 8));
-        _mm256_storeu_ps(yr, lo);
-        _mm256_storeu_ps(yr + 8, hi);
-      } else {
-        alignas(32) float t[kHalfPanelRows];
-        _mm256_store_ps(t, lo);
-        _mm256_store_ps(t + 8, hi);
-        for (int j = 0; j < valid; ++j) yr[j] = add ? yr[j] + t[j] : t[j];
-      }
-    }
+    fma_store<H, RA>(acc, y + m * ldy + n, ldy, int(std::min<int64_t>(kHalfPanelRows, w.N - n)), add);
   }
   template <int RA>
   static void rows_of(const PackedWeights& w, int64_t p, const float* x, int64_t ldx, int m, int ra, int64_t k0,
