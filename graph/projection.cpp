@@ -45,7 +45,8 @@ dnnl::matmul::primitive_desc make_pd(int M, int K, int N, const memory::desc& wm
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wmd, dst), attr, cpu_engine());
 }
 
-// Recognises oneDNN's [N/NB][K/KB][KB][NB] layout (PackedWeights, f32) from its descriptor.
+// Recognises oneDNN's [N/NB][K/KB][KB][NB] layout, or its plain "ab" one (PackedWeights, f32),
+// from its descriptor.
 kernels::PackedWeights describe_blocked(const memory::desc& md, const float* data, int K, int N) {
   kernels::PackedWeights b;
   b.K = K;
@@ -53,6 +54,14 @@ kernels::PackedWeights describe_blocked(const memory::desc& md, const float* dat
   const dnnl_memory_desc_t& d = md.data;
   if (d.format_kind != dnnl_blocked || d.ndims != 2 || d.offset0 != 0) return b;
   const dnnl_blocking_desc_t& blk = d.format_desc.blocking;
+  if (blk.inner_nblks == 0 && blk.strides[1] == 1 && blk.strides[0] >= N && d.padded_dims[0] == K &&
+      d.padded_dims[1] == N) {  // plain "ab": oneDNN's gemm on a CPU without brgemm
+    b.data = data;
+    b.KB = b.NB = 0;
+    b.Kp = K;
+    b.ld = blk.strides[0];
+    return b;
+  }
   if (blk.inner_nblks != 2 || blk.inner_idxs[0] != 0 || blk.inner_idxs[1] != 1) return b;
   const int KB = static_cast<int>(blk.inner_blks[0]), NB = static_cast<int>(blk.inner_blks[1]);
   const int64_t Kp = d.padded_dims[0], Np = d.padded_dims[1];
@@ -442,6 +451,7 @@ bool Projection::can_slice(int M) const {
 
 int Projection::slice_rows() const {
   if (packed_.repacked) return 2 * small_->impl->repack_rows;  // two panels: Q8_0, Q4_0, Q4_K and Q5_K pair their 8-row panels
+  if (packed_.type == kernels::WeightType::f32 && packed_.NB == 0) return 16;  // plain: a line of a row
   return packed_.NB > 1 ? packed_.NB : 1;
 }
 
@@ -458,6 +468,8 @@ void Projection::run_slice(const float* x, int64_t ldx, float* y, int64_t ldy, i
   if (packed_.repacked) {
     const int64_t g = small_->impl->repack_rows, groups = (N_ + g - 1) / g;
     w.data = base + size_t(n0 / g) * (small_->impl->repacked_bytes(packed_) / size_t(groups));
+  } else if (packed_.type == kernels::WeightType::f32 && packed_.NB == 0) {
+    w.data = base + size_t(n0) * sizeof(float);  // plain: the columns from n0, ld kept
   } else if (packed_.NB > 1) {
     w.data = base + size_t(n0 / packed_.NB) * packed_.Kp * packed_.NB * sizeof(float);
   } else {

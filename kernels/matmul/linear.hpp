@@ -26,7 +26,10 @@ int weight_block_bytes(WeightType t);
 // Packed weights as a kernel sees them. Logical W is K×N (K inputs, N outputs).
 //  f32: oneDNN's blocked layout [N/NB][Kp/KB][KB][NB] — for each block of NB outputs,
 //       all of K in slabs of KB rows of NB consecutive floats ("BA16a64b" when KB = 16,
-//       NB = 64); K padded to Kp and N to whole blocks, with zeros.
+//       NB = 64); K padded to Kp and N to whole blocks, with zeros. Or, where oneDNN keeps
+//       its weights plain (its gemm-based matmul on a CPU without AVX-512, whose only
+//       matmul on a blocked layout is the reference one), NB = KB = 0 and W(k, n) at
+//       data[k·ld + n] (ld ≥ N: a slice of columns keeps the whole matrix's ld).
 //  other types: as stored in the file, [N][K] rows (PyTorch's Linear / GGUF order),
 //       each row K / block_elems blocks; NB = 1, KB = block_elems, Kp = K,
 //       row_bytes = bytes per output row.
@@ -36,6 +39,7 @@ struct PackedWeights {
   int K = 0, N = 0;
   int KB = 0, NB = 0, Kp = 0;
   int64_t row_bytes = 0;
+  int64_t ld = 0;  // f32 plain layout only: floats from one k to the next
   // data is the kernel's own layout, written by its LinearKernelImpl::repack (the plan
   // repacks once at load; the other fields still describe the stored weights).
   bool repacked = false;

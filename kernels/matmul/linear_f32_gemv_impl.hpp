@@ -100,7 +100,63 @@ struct Gemv {
   }
 };
 
-// The registry entry for one ISA: the output block widths NBs it was instantiated for.
+// The plain layout (PackedWeights: NB = 0, W(k, n) at data[k·ld + n]) — what oneDNN 2.6
+// keeps for its gemm-based matmul on a CPU without brgemm (AVX2 only), where a blocked
+// layout would send every prefill to its reference matmul. Rows of W are read front to
+// back, kKStep of them at a time (sequential streams the prefetchers follow, where
+// walking a column tile down K would reopen every DRAM page once per tile), and each
+// input row's sums live in y itself across them (the share's columns, in L1/L2).
+template <class S>
+struct GemvPlain {
+  using V = typename S::V;
+  static constexpr int W = S::W;
+  static constexpr int kKStep = 4;
+
+  // y(r, n) for r < rows, n in [n0, n1) (any n0): (bias +) Σ_k x(r, k)·W(k, n).
+  static void run(const PackedWeights& wt, const float* bias, const float* x, int64_t ldx, float* y,
+                  int64_t ldy, int rows, int n0, int n1) {
+    const float* w = static_cast<const float*>(wt.data);
+    const int64_t ld = wt.ld;
+    const int nv = (n1 - n0) / W * W;  // columns n0 .. n0 + nv in whole vectors
+    for (int r = 0; r < rows; ++r)
+      for (int n = n0; n < n1; ++n) y[r * ldy + n] = bias ? bias[n] : 0.0f;
+    int k = 0;
+    for (; k + kKStep <= wt.K; k += kKStep) {
+      const float* wk = w + size_t(k) * ld;
+      for (int r = 0; r < rows; ++r) {
+        const float* xr = x + r * ldx + k;
+        const V x0 = S::set1(xr[0]), x1 = S::set1(xr[1]), x2 = S::set1(xr[2]), x3 = S::set1(xr[3]);
+        float* yr = y + r * ldy;
+        int n = n0;
+        for (; n < n0 + nv; n += W) {
+          if (r == 0 && (n - n0) % 16 == 0)  // the rows kKStep further on, a line each
+            for (int j = 0; j < kKStep; ++j) __builtin_prefetch(wk + (kKStep + j) * ld + n, 0, 0);
+          V a = S::load(yr + n);
+          a = S::fma(x0, S::load(wk + n), a);
+          a = S::fma(x1, S::load(wk + ld + n), a);
+          a = S::fma(x2, S::load(wk + 2 * ld + n), a);
+          a = S::fma(x3, S::load(wk + 3 * ld + n), a);
+          S::store(yr + n, a);
+        }
+        for (; n < n1; ++n)
+          yr[n] = (((yr[n] + xr[0] * wk[n]) + xr[1] * wk[ld + n]) + xr[2] * wk[2 * ld + n]) + xr[3] * wk[3 * ld + n];
+      }
+    }
+    for (; k < wt.K; ++k) {
+      const float* wk = w + size_t(k) * ld;
+      for (int r = 0; r < rows; ++r) {
+        const float xk = x[r * ldx + k];
+        float* yr = y + r * ldy;
+        int n = n0;
+        for (; n < n0 + nv; n += W) S::store(yr + n, S::fma(S::set1(xk), S::load(wk + n), S::load(yr + n)));
+        for (; n < n1; ++n) yr[n] += xk * wk[n];
+      }
+    }
+  }
+};
+
+// The registry entry for one ISA: the output block widths NBs it was instantiated for,
+// and the plain layout (GemvPlain).
 template <class S, int... NBs>
 struct GemvF32 {
   using BlockFn = void (*)(const PackedWeights&, const float*, const float*, int64_t, float*,
@@ -112,16 +168,32 @@ struct GemvF32 {
   }
   // Weight rows are read with aligned vector loads: the packing must be 64-byte aligned
   // (oneDNN's memory is).
+  static bool plain(const PackedWeights& w) { return w.NB == 0 && w.ld >= w.N; }
   static bool supports(const PackedWeights& w) {
-    return w.type == WeightType::f32 && w.data && reinterpret_cast<uintptr_t>(w.data) % 64 == 0 &&
-           w.Kp >= w.K && pick(w.NB) != nullptr;
+    if (w.type != WeightType::f32 || !w.data) return false;
+    if (plain(w)) return true;
+    return reinterpret_cast<uintptr_t>(w.data) % 64 == 0 && w.Kp >= w.K && pick(w.NB) != nullptr;
   }
   // The GEMV reads Kp inputs per row: when K is padded, rows are staged zero padded.
   static size_t scratch_bytes(const PackedWeights& w, int rows) {
-    return w.Kp != w.K ? size_t(rows) * w.Kp * sizeof(float) : 0;
+    return !plain(w) && w.Kp != w.K ? size_t(rows) * w.Kp * sizeof(float) : 0;
   }
   static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx,
                   float* y, int64_t ldy, int rows, int threads, void* scratch) {
+    if (plain(w)) {
+      // Shares of whole 16-column groups (a line of a row), contiguous per thread.
+      const int groups = (w.N + 15) / 16;
+      const int nt = std::max(1, std::min(threads, groups));
+      if (nt == 1) return GemvPlain<S>::run(w, bias, x, ldx, y, ldy, rows, 0, w.N);
+#pragma omp parallel num_threads(nt)
+      {
+        const int t = omp_get_thread_num(), n = omp_get_num_threads();
+        const int c0 = std::min(w.N, 16 * int(int64_t(groups) * t / n));
+        const int c1 = std::min(w.N, 16 * int(int64_t(groups) * (t + 1) / n));
+        if (c0 < c1) GemvPlain<S>::run(w, bias, x, ldx, y, ldy, rows, c0, c1);
+      }
+      return;
+    }
     const BlockFn fn = pick(w.NB);
     if (w.Kp != w.K) {
       float* xp = static_cast<float*>(scratch);

@@ -50,7 +50,8 @@ TEST_P(LinearKernelTest, MatchesFloat64Reference) {
   if (!may_use(lk.isa)) GTEST_SKIP() << lk.symbol << ": this CPU has no " << isa_name(lk.isa);
   if (lk.type != WeightType::f32) return check_quant_linear_kernel(lk);
   int layouts = 0;
-  for (int NB : {8, 16, 24, 32, 48, 64})
+  // NB 0: the plain layout (oneDNN's gemm on a CPU without AVX-512), rows ld = N + 7 apart
+  for (int NB : {0, 8, 16, 24, 32, 48, 64})
     for (auto [K, N] : {std::pair{16, 17}, {100, 130}, {257, 64}}) {
       const int KB = 16;
       std::mt19937 g(K * 31 + N + NB);
@@ -64,7 +65,19 @@ TEST_P(LinearKernelTest, MatchesFloat64Reference) {
       pw.KB = KB;
       pw.NB = NB;
       const float* data = nullptr;
-      const std::vector<Aligned64> packed = pack_blocked(w, K, N, KB, NB, &pw.Kp, &data);
+      std::vector<Aligned64> packed;
+      if (NB == 0) {
+        pw.KB = 0;
+        pw.Kp = K;
+        pw.ld = N + 7;
+        packed.assign((size_t(K) * pw.ld + 15) / 16, Aligned64{});
+        float* p = packed[0].f;
+        for (int k = 0; k < K; ++k)
+          for (int n = 0; n < N; ++n) p[size_t(k) * pw.ld + n] = w[size_t(k) * N + n];
+        data = p;
+      } else {
+        packed = pack_blocked(w, K, N, KB, NB, &pw.Kp, &data);
+      }
       pw.data = data;
       if (!lk.impl->supports(pw)) continue;
       ++layouts;

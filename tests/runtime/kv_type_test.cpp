@@ -4,6 +4,7 @@
 // hook given fp32 K/V, and a bad type rejected.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -89,39 +90,60 @@ TEST(KvType, CloseToF32Synthetic) {
 // One pass, chunks of 7 and one decode per token agree for a 16-bit cache as tightly as
 // for fp32 (1e-4, session_test.cpp), up to the rare K/V element whose fp32 value differs
 // across the paths (GEMM summation order, ~1e-7 relative) right at a rounding midpoint and
-// so lands one 16-bit ulp apart (2^−11 f16, 2^−8 bf16); later layers carry it on. With
-// ~10^5 cached elements a few such flips happen, so the bound scales with the type's ulp:
-// about 3× the measured difference, and still well under the type's own drift from f32.
+// so lands one 16-bit ulp apart (2^−11 f16, 2^−8 bf16); later layers and positions carry
+// it on. Where such a flip lands depends on the GEMM kernels (oneDNN's brgemm on AVX-512,
+// its gemm on AVX2, headwise's GEMVs), and how far it moves the logits on what follows it:
+// so two checks. Most positions agree at the fp32 level (the median position's largest
+// difference ≤ 3e-4, measured 7e-6 to 5e-5: a path reading other values than the cache holds, or a
+// missing rounding, moves every position), and the largest difference anywhere stays
+// under a bound that covers the flips measured on every host so far, ~2× the largest
+// (stories260K f16: 2.1e-3 on Zen 4/5, 1.5e-2 on Zen 1 from one flip near position 90;
+// bf16 2.7e-2 and 2.6e-2 with the scalar kernels) — still far from the O(1) of a wrong
+// conversion or byte order.
+double median_position(const float* a, const float* b, int T, int V) {
+  std::vector<double> d(T);
+  for (int t = 0; t < T; ++t) d[t] = max_abs(a + size_t(t) * V, b + size_t(t) * V, V);
+  std::nth_element(d.begin(), d.begin() + T / 2, d.end());
+  return d[T / 2];
+}
+
 void check_paths_agree(const Model& m, int T, KvType t, double bound) {
   const int V = m.info().vocab_size;
   const auto tokens = random_tokens(T, V, 5);
   const auto one = prefill_logits(m, tokens, t);
   const auto chunked = prefill_logits(m, tokens, t, 7);
   const double dc = max_abs(one.data(), chunked.data(), one.size());
+  const double mc = median_position(one.data(), chunked.data(), T, V);
   SessionOptions o;
   o.threads = 2;
   o.kv_type = t;
   std::unique_ptr<Session> s;
   ASSERT_TRUE(m.open_session(o, &s).ok());
   double dd = 0;
+  std::vector<float> stepped(size_t(T) * V);
   for (int i = 0; i < T; ++i) {
     ASSERT_TRUE(s->decode(tokens[i]).ok());
+    std::copy(s->logits(), s->logits() + V, stepped.begin() + size_t(i) * V);
     dd = std::max(dd, max_abs(s->logits(), one.data() + size_t(i) * V, V));
   }
-  std::cout << m.info().name << " " << kv_type_name(t) << ": one pass vs chunks " << dc
-            << ", vs token by token " << dd << "\n";
+  const double md = median_position(one.data(), stepped.data(), T, V);
+  std::cout << m.info().name << " " << kv_type_name(t) << ": one pass vs chunks " << dc << " (median position "
+            << mc << "), vs token by token " << dd << " (" << md << ")\n";
   EXPECT_LE(dc, bound) << kv_type_name(t) << " chunks";
   EXPECT_LE(dd, bound) << kv_type_name(t) << " token by token";
+  EXPECT_LE(mc, 3e-4) << kv_type_name(t) << " chunks: the median position";
+  EXPECT_LE(md, 3e-4) << kv_type_name(t) << " token by token: the median position";
 }
 
 TEST(KvType, PrefillChunksAndDecodeAgree) {
   auto tiny = synthetic_model("tiny");
   auto st = stories();
-  // measured: tiny 1.3e-5 (f16), 3.2e-6 (bf16); stories260K 2.1e-3 (f16), 2.7e-2 (bf16)
-  check_paths_agree(*tiny, 70, KvType::f16, 1e-4);
+  // measured: tiny 1.3e-5 (f16), 3.2e-6 (bf16) on Zen 4/5, 4.5e-5 and 3.9e-6 on Zen 1
+  // (1.1e-4 f16 with the scalar kernels); stories260K: see check_paths_agree
+  check_paths_agree(*tiny, 70, KvType::f16, 3e-4);
   check_paths_agree(*tiny, 70, KvType::bf16, 1e-4);
   if (!st) GTEST_SKIP() << "../shared/models not present";
-  check_paths_agree(*st, 100, KvType::f16, 6e-3);
+  check_paths_agree(*st, 100, KvType::f16, 3e-2);
   check_paths_agree(*st, 100, KvType::bf16, 8e-2);
 }
 
