@@ -27,7 +27,10 @@
 // and no y is written past N).
 //
 // Products: a tile of panels × RA input rows (RA = 1 in decode; 4 on AVX-512, whose 32
-// registers hold the accumulators, 2 with AVX2's 16 in prefill), so every unpacked weight
+// registers hold the accumulators; 5 with AVX2's 16 in prefill, some sums spilled: on Zen
+// 1 unpacking a weight vector costs more than a spill, and RA 2 → 5 took projection/q4_K
+// (128 rows, 1 thread) 42-45 → 46-48 GFLOP/s, q5_K 35-36 → 41-42, q6_K 31-32 → 37-38;
+// 6 was no faster), so every unpacked weight
 // vector feeds RA dots; a thread takes whole panels, inputs in chunks of 64 rows. The
 // avx2 entries read 8-row panels one per ymm (V8). On AVX-512, Q4_K and Q5_K take two
 // 8-row panels per zmm (V16x2: two loads and an insert per vector, two streams through
