@@ -259,6 +259,22 @@ struct PanelQK {
     return j < 4 ? V::sll16(h, 4 - j) : j == 4 ? h : V::srl16(h, j - 4);
   }
 
+  // Group i of pair c at p (its bytes from qc): sub-block 2c's weights (lo) and 2c + 1's
+  // (hi), each byte one weight (Q5_K: with its 5th bit).
+  template <class V>
+  static void unpack(const uint8_t* p, int64_t p2, int qc, int c, int i, typename V::I low4, typename V::I* lo,
+                     typename V::I* hi) {
+    using I = typename V::I;
+    const I v = V::load(p, p2, qc + 4 * R * i);
+    *lo = V::and_(v, low4);
+    *hi = V::and_(V::srl16(v, 4), low4);
+    if constexpr (k5) {
+      const I h = V::load(p, p2, kHi + 4 * R * i), bit4 = V::set8(0x10);
+      *lo = V::or_(*lo, V::and_(bit_to_4<V>(h, 2 * c), bit4));
+      *hi = V::or_(*hi, V::and_(bit_to_4<V>(h, 2 * c + 1), bit4));
+    }
+  }
+
   // acc[a] += the panel's rows at p · input a over nsb super-blocks (x[a]: its blocks,
   // ax[a]: its aux bytes, from the panel's first on).
   template <class V, int RA>
@@ -306,13 +322,8 @@ struct PanelQK {
           I slo[RA], shi[RA], dlo[RA], dhi[RA];
 #pragma GCC unroll 8
           for (int i = 0; i < 8; ++i) {
-            const I v = V::load(p, p2, qc + 4 * R * i);
-            I lo = V::and_(v, low4), hi = V::and_(V::srl16(v, 4), low4);
-            if constexpr (k5) {
-              const I h = V::load(p, p2, kHi + 4 * R * i), bit4 = V::set8(0x10);
-              lo = V::or_(lo, V::and_(bit_to_4<V>(h, 2 * c), bit4));
-              hi = V::or_(hi, V::and_(bit_to_4<V>(h, 2 * c + 1), bit4));
-            }
+            I lo, hi;
+            unpack<V>(p, p2, qc, c, i, low4, &lo, &hi);
             for (int a = 0; a < RA; ++a) {
               const BlockQ8A* xb = x[a] + sb * 8 + 2 * c;
               const I pl = V::maddubs(lo, V::set32(load_i32(xb[0].q + 4 * i)));
@@ -338,13 +349,8 @@ struct PanelQK {
           for (int s = 0; s < S; ++s) dlo[a][s] = dhi[a][s] = V::zero_i();
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          const I v = V::load(p, p2, qc + 4 * R * i);
-          I lo = V::and_(v, low4), hi = V::and_(V::srl16(v, 4), low4);
-          if constexpr (k5) {
-            const I h = V::load(p, p2, kHi + 4 * R * i), bit4 = V::set8(0x10);
-            lo = V::or_(lo, V::and_(bit_to_4<V>(h, 2 * c), bit4));
-            hi = V::or_(hi, V::and_(bit_to_4<V>(h, 2 * c + 1), bit4));
-          }
+          I lo, hi;
+          unpack<V>(p, p2, qc, c, i, low4, &lo, &hi);
           for (int a = 0; a < RA; ++a) {
             const BlockQ8A* xb = x[a] + sb * 8 + 2 * c;
             dlo[a][i % S] = V::dot(dlo[a][i % S], lo, V::set32(load_i32(xb[0].q + 4 * i)));
