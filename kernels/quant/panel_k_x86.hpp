@@ -414,6 +414,18 @@ struct PanelQ6K {
     }
   }
 
+  // Group i of block j (32 weights) at p: its 6-bit weights, one a byte — the low nibble
+  // from the pair's vector, the top bits 2k, 2k + 1 of the quad's (k = j % 4) at bits 4-5.
+  template <class V>
+  static typename V::I block_weights(const uint8_t* p, int64_t p2, int j, int i, typename V::I low4) {
+    using I = typename V::I;
+    const int lj = kLo + (j / 2) * 32 * R, hj = kHiQ + (j / 4) * 32 * R, k = j % 4;
+    const I l = V::load(p, p2, lj + 4 * R * i), h = V::load(p, p2, hj + 4 * R * i);
+    const I l4 = V::and_(j & 1 ? V::srl16(l, 4) : l, low4);
+    const I hs = k == 0 ? V::sll16(h, 4) : k == 1 ? V::sll16(h, 2) : k == 2 ? h : V::srl16(h, 2);
+    return V::merge45(l4, hs);
+  }
+
   template <class V, int RA>
   static void tile(const uint8_t* p, int64_t p2, int64_t nsb, const BlockQ8A* const* x, const uint8_t* const* ax,
                    typename V::F* acc) {
@@ -439,17 +451,12 @@ struct PanelQ6K {
         // the one multiply pipe, not the loads, bounds the loop.
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
-          const int lj = kLo + (j / 2) * 32 * R, hj = kHiQ + (j / 4) * 32 * R;
           I s0, s1, s01;
           V::template scale_pairs<true>(p, kSc + R * 2 * j, s0, s1, s01);
           I t[RA], dsum[RA];
-          const int k = j % 4;
 #pragma GCC unroll 8
           for (int i = 0; i < 8; ++i) {
-            const I l = V::load(p, p2, lj + 4 * R * i), h = V::load(p, p2, hj + 4 * R * i);
-            const I l4 = V::and_(j & 1 ? V::srl16(l, 4) : l, low4);
-            const I hs = k == 0 ? V::sll16(h, 4) : k == 1 ? V::sll16(h, 2) : k == 2 ? h : V::srl16(h, 2);
-            const I qv = V::merge45(l4, hs);
+            const I qv = block_weights<V>(p, p2, j, i, low4);
             for (int a = 0; a < RA; ++a) {
               const I pr = V::maddubs(qv, V::set32(load_i32(x[a][sb * 8 + j].q + 4 * i)));
               t[a] = i % 2 == 0 ? pr : V::add16(t[a], pr);
@@ -513,13 +520,9 @@ struct PanelQ6K {
           dlo[a] = V::set32(load_i32(o));
           dhi[a] = V::set32(load_i32(o + 4));
         }
-        const int k = j % 4;  // bits 2k, 2k+1 of the high vector → bits 4, 5
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          const I l = V::load(p, p2, lj + 4 * R * i), h = V::load(p, p2, hj + 4 * R * i);
-          const I l4 = V::and_(j & 1 ? V::srl16(l, 4) : l, low4);
-          const I hs = k == 0 ? V::sll16(h, 4) : k == 1 ? V::sll16(h, 2) : k == 2 ? h : V::srl16(h, 2);
-          const I qv = V::merge45(l4, hs);
+          const I qv = block_weights<V>(p, p2, j, i, low4);
           for (int a = 0; a < RA; ++a) {
             const BlockQ8A& xb = x[a][sb * 8 + j];
             if (i < 4) dlo[a] = V::dot(dlo[a], qv, V::set32(load_i32(xb.q + 4 * i)));
