@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ namespace headwise::tools {
 namespace {
 
 constexpr const char* kName = "headwise bench attention";
+// --copies bounds: enough for a cold cache on any host, never an unbounded allocation.
+constexpr int kMaxCopies = 4096;
+constexpr int kMaxCopiesGiB = 8;
 
 void usage(std::FILE* f) {
   std::fprintf(f,
@@ -50,6 +54,10 @@ void usage(std::FILE* f) {
                "  --threads N     OpenMP threads (default: all, %d here)\n"
                "  --repeat R      timed calls; median, min and max are reported (default 10)\n"
                "  --warmup W      untimed calls first (default 2)\n"
+               "  --copies N      N copies of K and V, called in turn (default 1): with N ×\n"
+               "                  the K/V bytes past the last-level cache, every call reads\n"
+               "                  them from memory, as a model's layers do (at most %d,\n"
+               "                  and %d GiB of K/V in all)\n"
                "  --kv-type T     K/V element type: f32 | f16 | bf16 (default f32; a 16-bit\n"
                "                  cache is widened in registers, arithmetic stays fp32)\n"
                "  --isa NAME      avx512 | avx2 | scalar (default: the best this CPU has,\n"
@@ -57,7 +65,7 @@ void usage(std::FILE* f) {
                "  --no-peak       skip measuring the machine peak (saves ~2 s and 256 MiB)\n"
                "  --json          print one JSON object instead of text\n"
                "  --help          this text\n",
-               omp_get_max_threads(), headwise::isa_name());
+               omp_get_max_threads(), kMaxCopies, kMaxCopiesGiB, headwise::isa_name());
 }
 
 int usage_error(const std::string& msg) {
@@ -73,7 +81,7 @@ int cmd_bench_attention(int argc, char** argv) {
   Args args;
   if (!args.parse(argc, argv, {"no-causal", "no-peak", "json", "help"},
                   {"batch", "seq", "heads", "kv-heads", "head-dim", "decode", "threads",
-                   "repeat", "warmup", "isa", "kv-type"}))
+                   "repeat", "warmup", "isa", "kv-type", "copies"}))
     return usage_error(args.error());
   if (args.has("help")) {
     usage(stdout);
@@ -91,6 +99,7 @@ int cmd_bench_attention(int argc, char** argv) {
   const long long threads = args.integer("threads", omp_get_max_threads());
   const long long repeat = args.integer("repeat", 10);
   const long long warmup = args.integer("warmup", 2);
+  const long long copies = args.integer("copies", 1);
   if (!args.ok()) return usage_error(args.error());
   const bool decode = args.has("decode");
   const bool causal = !args.has("no-causal");
@@ -105,9 +114,10 @@ int cmd_bench_attention(int argc, char** argv) {
        {positive("batch", batch), positive("seq", seq), positive("heads", heads),
         positive("kv-heads", kv_heads), positive("head-dim", head_dim),
         decode ? positive("decode", decode_kv) : std::string(),
-        positive("threads", threads), positive("repeat", repeat)})
+        positive("threads", threads), positive("repeat", repeat), positive("copies", copies)})
     if (!err.empty()) return usage_error(err);
   if (warmup < 0 || warmup > INT_MAX) return usage_error("--warmup must be >= 0");
+  if (copies > kMaxCopies) return usage_error("--copies must be at most " + std::to_string(kMaxCopies));
   if (threads > kMaxThreads) return usage_error("--threads must be at most " + std::to_string(kMaxThreads));
   if (heads % kv_heads != 0)
     return usage_error("--heads (" + std::to_string(heads) + ") must be a multiple of --kv-heads (" +
@@ -146,6 +156,10 @@ int cmd_bench_attention(int argc, char** argv) {
   const double kv_floats = double(batch) * a.kv_len * kv_heads * head_dim;
   const double kv_bytes = 2.0 * kv_floats * double(kv_type_bytes(kv_type));
   const double qkvo_bytes = (2.0 * qo_floats + 2.0 * kv_floats) * sizeof(float);
+  if (copies > 1 && double(copies) * kv_bytes > double(kMaxCopiesGiB) * (1 << 30))
+    return usage_error("--copies " + std::to_string(copies) + " would hold " +
+                       std::to_string(int64_t(double(copies) * kv_bytes / (1 << 20))) + " MiB of K/V (at most " +
+                       std::to_string(kMaxCopiesGiB) + " GiB)");
 
   // Inputs: 64-byte aligned, densely packed, random. O is written too, so its pages
   // exist before the timed calls.
@@ -181,11 +195,29 @@ int cmd_bench_attention(int argc, char** argv) {
     }
   }
   const AttnOutput oo = packed_output(o.get(), a.q_len, a.q_heads, a.head_dim);
+  // --copies: copy c of K and V (c ≥ 1) holds the same elements as the first.
+  std::vector<Buffer> kc, vc;
+  const size_t kv_buf_bytes = size_t(kv_floats) * kv_type_bytes(kv_type);  // one of K, V as stored
+  for (long long c = 1; c < copies; ++c) {
+    for (auto* list : {&kc, &vc}) {
+      list->emplace_back(static_cast<float*>(alloc_maybe_huge(kv_buf_bytes)));
+      if (!list->back()) {
+        std::fprintf(stderr, "%s: cannot allocate %lld copies of K and V (%.1f MiB)\n", kName, copies,
+                     double(copies) * kv_bytes / (1 << 20));
+        return 1;
+      }
+      std::memcpy(list->back().get(), list == &kc ? k.get() : v.get(), kv_buf_bytes);
+    }
+  }
+  long long call = 0;
 
   using Clock = std::chrono::steady_clock;
   auto run_once = [&]() -> double {
+    const long long c = call++ % copies;
+    AttnKvInput kx = ki, vx = vi;
+    if (c > 0) kx.data = kc[size_t(c - 1)].get(), vx.data = vc[size_t(c - 1)].get();
     const auto t0 = Clock::now();
-    const Status st = attention(a, qi, ki, vi, oo);
+    const Status st = attention(a, qi, kx, vx, oo);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (!st.ok()) {
       std::fprintf(stderr, "%s: %s\n", kName, st.message().c_str());
@@ -247,6 +279,7 @@ int cmd_bench_attention(int argc, char** argv) {
     add("decode", decode ? "true" : "false");
     add("repeat", std::to_string(repeat));
     add("warmup", std::to_string(warmup));
+    add("copies", std::to_string(copies));
     add("median_ms", jnum(median));
     add("min_ms", jnum(ms.front()));
     add("max_ms", jnum(ms.back()));
@@ -272,8 +305,10 @@ int cmd_bench_attention(int argc, char** argv) {
               a.batch, a.q_len, a.kv_len, a.q_heads, a.kv_heads, a.head_dim,
               causal ? "causal" : "non-causal", decode ? ", decode" : ", prefill");
   std::printf("kernel    %s, %d threads, %s K/V\n", isa.c_str(), a.threads, kv_type_name(kv_type));
-  std::printf("time      median %.3f ms (min %.3f, max %.3f) over %lld repeats after %lld warmup\n",
+  std::printf("time      median %.3f ms (min %.3f, max %.3f) over %lld repeats after %lld warmup",
               median, ms.front(), ms.back(), repeat, warmup);
+  if (copies > 1) std::printf(", %lld K/V copies in turn (%.1f MiB)", copies, double(copies) * kv_bytes / MiB);
+  std::printf("\n");
   std::printf("compute   %.1f GFLOP/s", gflops);
   if (have_fma)
     std::printf(" = %.1f%% of %.0f GFLOP/s (%s FMA peak, %d threads)", pct_peak, peak_gflops,

@@ -101,7 +101,32 @@ INSTANTIATE_TEST_SUITE_P(Cases, BenchAttentionBadUsage,
                          ::testing::Values("--heads 6 --kv-heads 4", "--head-dim 300",
                                            "--head-dim 0", "--isa bogus", "--batch 0",
                                            "--seq -5", "--seq ten", "--threads 0",
-                                           "--decode 0", "--frobnicate", "stray"));
+                                           "--decode 0", "--frobnicate", "stray",
+                                           "--copies 0", "--copies 4097", "--copies x"));
+
+TEST(BenchAttention, CopiesBeyondTheMemoryBoundAreUsageErrorsBeforeAllocating) {
+  // 1000 copies of a 100000-key, 64 × 128 f32 cache would be ~6 TiB: refused by
+  // arithmetic, before anything is allocated.
+  const Result r = bench("--decode 100000 --heads 64 --head-dim 128 --copies 1000 --no-peak");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--copies 1000"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("GiB"), std::string::npos) << r.err;
+}
+
+TEST(BenchAttention, CopiesAreCalledInTurnAndReported) {
+  // Three copies of the K/V, every call on the next: the JSON names the count and the
+  // text the copies' bytes; the calls succeed on each (a bad copy would fail or crash).
+  for (const char* kv : {"f32", "f16"}) {
+    const Result r = bench(std::string("--decode 300 --heads 4 --kv-heads 2 --head-dim 64 --repeat 4 --warmup 1 "
+                                       "--threads 2 --no-peak --json --copies 3 --kv-type ") + kv);
+    const nlohmann::json j = parse_one_object(r);
+    EXPECT_EQ(j.value("copies", 0), 3) << r.out;
+    EXPECT_EQ(j.value("kv_len", 0), 300);
+  }
+  const Result t = bench("--decode 300 --heads 4 --head-dim 64 --repeat 2 --warmup 0 --no-peak --copies 3");
+  EXPECT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("3 K/V copies in turn"), std::string::npos) << t.out;
+}
 
 TEST(BenchAttention, IsaTheCpuLacksIsUsageError) {
   if (kernels::may_use(kernels::Isa::avx512)) GTEST_SKIP() << "this CPU has every ISA";
@@ -122,7 +147,7 @@ TEST(BenchAttention, HelpListsEveryOptionWithItsDefault) {
   EXPECT_EQ(r.code, 0);
   for (const char* opt : {"--batch", "--seq", "--heads", "--kv-heads", "--head-dim",
                           "--no-causal", "--decode", "--threads", "--repeat", "--warmup",
-                          "--isa", "--json", "--no-peak"})
+                          "--isa", "--json", "--no-peak", "--copies"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
   EXPECT_NE(r.out.find("default 2048"), std::string::npos);
   EXPECT_NE(r.out.find("default 10"), std::string::npos);
