@@ -123,6 +123,16 @@ TEST(BenchAttention, CopiesAreCalledInTurnAndReported) {
     EXPECT_EQ(j.value("copies", 0), 3) << r.out;
     EXPECT_EQ(j.value("kv_len", 0), 300);
   }
+  // The copies exist: 4 copies of a 32 MiB K/V (4096 keys, 8 × 128, f32) hold 3 × 32 MiB
+  // more than one (peak RSS, within 10% of it for the allocator and the process).
+  double rss[2];
+  for (int i = 0; i < 2; ++i) {
+    const Result m = bench(std::string("--decode 4096 --heads 8 --head-dim 128 --repeat 4 --warmup 0 --threads 1 "
+                                       "--no-peak --json --copies ") + (i ? "4" : "1"));
+    rss[i] = parse_one_object(m).value("peak_rss_bytes", 0.0);
+  }
+  const double kv = 2.0 * 4096 * 8 * 128 * 4;
+  EXPECT_GT(rss[1] - rss[0], 0.9 * 3 * kv) << "RSS " << rss[0] / (1 << 20) << " -> " << rss[1] / (1 << 20) << " MiB";
   const Result t = bench("--decode 300 --heads 4 --head-dim 64 --repeat 2 --warmup 0 --no-peak --copies 3");
   EXPECT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("3 K/V copies in turn"), std::string::npos) << t.out;
