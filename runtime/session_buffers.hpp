@@ -32,8 +32,9 @@ class AlignedFloats {
 };
 
 struct SessionBuffers {
-  AlignedFloats kv;      // (kv_slots, 2, max_context, kv_heads · head_dim) elements of
-                         // kv_type: K block, V block (16-bit types use half the floats)
+  AlignedFloats kv;      // (kv_slots, max_context, 2, kv_heads · head_dim) elements of
+                         // kv_type: each position's K row, then its V row (16-bit types
+                         // use half the floats); see k_slot
   AlignedFloats arena;   // (arena_cols · max_chunk): group g at offset_g · rows
   AlignedFloats logits;  // (max_chunk if all_logits else 1, vocab)
   std::vector<int32_t> pos;  // (max_chunk,) position of each row of a step
@@ -57,14 +58,23 @@ struct SessionBuffers {
 
   static Status create(const graph::Plan& plan, int max_context, int max_chunk,
                        bool all_logits, KvType kv_type, int threads, std::unique_ptr<SessionBuffers>* out);
-  // K and V of a slot, each (max_context, kv_width) elements of kv_type.
+  // K and V of a slot: position 0's K row and V row (kv_width elements of kv_type each);
+  // position t's rows are t · kv_row_stride(plan) elements further on. The two alternate
+  // position by position, so decode attention, which reads a block of positions' K rows
+  // and then the same positions' V rows, reads one forward stream rather than two
+  // regions max_context rows apart. Measured (`headwise bench FILE --by-layer`, f16 cache,
+  // 512 + 128 tokens, 2 threads, the two layouts alternating): llama-134m Q4_0's decode
+  // attention 31.9-32.7 → 27.8-28.9 ms per layer and 256 calls (3 rounds), BF16's
+  // 38.0-39.7 → 34.8-34.9, llama-1b-like Q4_K_M's GQA 47.9-48.9 → 46.6-47.7 (2 rounds);
+  // prefill and an f32 cache unchanged.
   char* k_slot(const graph::Plan& plan, int slot) const {
     return reinterpret_cast<char*>(kv.data()) +
            size_t(2 * slot) * max_context * plan.kv_width() * kv_type_bytes(kv_type);
   }
   char* v_slot(const graph::Plan& plan, int slot) const {
-    return k_slot(plan, slot) + size_t(max_context) * plan.kv_width() * kv_type_bytes(kv_type);
+    return k_slot(plan, slot) + size_t(plan.kv_width()) * kv_type_bytes(kv_type);
   }
+  static int64_t kv_row_stride(const graph::Plan& plan) { return 2 * int64_t(plan.kv_width()); }
 };
 
 }  // namespace headwise

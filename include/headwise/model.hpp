@@ -70,6 +70,7 @@ struct AttentionTap {
   const float* q = nullptr;  int64_t q_stride = 0;   // (rows, heads·head_dim), after RoPE
   const float* k = nullptr;  const float* v = nullptr;
   int64_t kv_stride = 0;  int kv_len = 0;            // (kv_len, kv_heads·head_dim) cache,
+                                                     // rows kv_stride floats apart,
                                                      // fp32 (a 16-bit cache is widened)
   float* out = nullptr;  int64_t out_stride = 0;     // (rows, heads·head_dim)
 };
