@@ -27,10 +27,12 @@
 // and no y is written past N).
 //
 // Products: a tile of panels × RA input rows (RA = 1 in decode; 4 on AVX-512, whose 32
-// registers hold the accumulators; 5 with AVX2's 16 in prefill, some sums spilled: on Zen
-// 1 unpacking a weight vector costs more than a spill, and RA 2 → 5 took projection/q4_K
-// (128 rows, 1 thread) 42-45 → 46-48 GFLOP/s, q5_K 35-36 → 41-42, q6_K 31-32 → 37-38;
-// 6 was no faster), so every unpacked weight
+// registers hold the accumulators; 3 with AVX2's 16 in prefill. On Zen 1 unpacking a
+// weight vector cost more than a spill, and RA 2 → 5 took projection/q4_K (128 rows, 1
+// thread) 42-45 → 46-48 GFLOP/s, q5_K 35-36 → 41-42, q6_K 31-32 → 37-38; 6 was no faster.
+// On Zen 3 (2026-12-02) 5's spills cost more than they save: llama-134m Q4_K_M prefill,
+// 512 tokens, 2 threads, binaries alternating over 5 rounds, RA 5 445-519 tok/s, 4 491-562,
+// 3 539-971 (3 faster in every round); so every unpacked weight
 // vector feeds RA dots; a thread takes whole panels, inputs in chunks of 64 rows. The
 // avx2 entries read 8-row panels one per ymm (V8). On AVX-512, Q4_K and Q5_K take two
 // 8-row panels per zmm (V16x2: two loads and an insert per vector, two streams through

@@ -6,5 +6,5 @@
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
 extern const LinearKernelImpl linear_q4_k__avx2 =
-    quant::PanelKLinear<quant::PanelQ4K<8>, quant::V8<quant::MaddAvx2>, quant::V8<quant::MaddAvx2>, 5, false>::impl("q4_K_panel8");
+    quant::PanelKLinear<quant::PanelQ4K<8>, quant::V8<quant::MaddAvx2>, quant::V8<quant::MaddAvx2>, 3, false>::impl("q4_K_panel8");
 }  // namespace headwise::kernels
