@@ -316,7 +316,8 @@ void panel_gemv_z(const uint8_t* panels, int64_t nb, int64_t p0, int64_t p1, int
 // then vpmaddwd (two of its 16-bit pair sums may overflow) plus the sign trick: on Zen 1
 // both multiplies issue on one pipe, so the int8 tile runs at the fp32 FMA rate at best
 // (measured: 75% of it, 30.5 GFLOP/s on one core), while an FMA tile reaches ~89% (as
-// oneDNN's f32 matmul does here). So for many rows the weights of a pair of panels are
+// oneDNN's f32 matmul does here). So for many rows on such a CPU (cpu_int8_multiply_slow:
+// Zen 3's two multiply pipes make the int8 tile the faster there) the weights of a pair of panels are
 // dequantized, one K block at a time, into an L1 block of fp32 (w·d, 16 outputs per k)
 // and multiplied with the fma_tile against the inputs' int8 values times their block
 // scale (q·d, what the int8 path multiplies): the same operands, only the fp32 rounding
@@ -431,9 +432,12 @@ struct PanelLinear {
   }
   static size_t act_bytes(int K) { return (act_row_bytes(ActKind::q8a, K) + 63) / 64 * 64; }
   // Per input row: the prepared blocks, then (after all rows) nb starting sums per row.
-  // Q8_0 on AVX2 from Q8Fp32::kMinRows rows: the prefill runs as an fp32 GEMM (Q8Fp32).
+  // Q8_0 on AVX2 from Q8Fp32::kMinRows rows, on a CPU with a half-rate integer multiply
+  // (Zen 1): the prefill runs as an fp32 GEMM (Q8Fp32).
   static constexpr bool kFp32Prefill = !P::kZmm && !P::kWide && P::kQB == 32;
-  static bool fp32_prefill(int rows) { return kFp32Prefill && rows >= Q8Fp32::kMinRows; }
+  static bool fp32_prefill(int rows) {
+    return kFp32Prefill && rows >= Q8Fp32::kMinRows && cpu_int8_multiply_slow();
+  }
   // Per input row: the prepared blocks, then (after all rows) nb starting sums per row,
   // then for the fp32 prefill each row's values (K floats).
   static size_t scratch_bytes(const PackedWeights& w, int rows) {

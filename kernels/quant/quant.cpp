@@ -1,6 +1,11 @@
 // The catalogue's type table and the product-kernel lookup (quant.inc).
 #include "kernels/quant/quant.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include <atomic>
 #include <cctype>
 #include <string>
 
@@ -49,6 +54,23 @@ bool detect_vnni_bf16() {
          __builtin_cpu_supports("avx512bf16");
 }
 
+// AMD family 17h below model 30h: Zen 1 and Zen+ (Zen 2, also family 17h, has full-width
+// vector units).
+bool detect_int8_multiply_slow() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
+  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const unsigned family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF), model = ((a >> 4) & 0xF) | ((a >> 12) & 0xF0);
+  return family == 0x17 && model < 0x30;
+#else
+  return false;
+#endif
+}
+
+std::atomic<int> int8_multiply_slow_override{-1};
+
 }  // namespace
 
 const TypeInfo* type_info(WType t) {
@@ -80,6 +102,14 @@ bool cpu_has_avx512_vnni_bf16() {
   static const bool has = detect_vnni_bf16();
   return has;
 }
+
+bool cpu_int8_multiply_slow() {
+  static const bool slow = detect_int8_multiply_slow();
+  const int o = int8_multiply_slow_override.load(std::memory_order_relaxed);
+  return o < 0 ? slow : o != 0;
+}
+
+void set_int8_multiply_slow_override(int v) { int8_multiply_slow_override.store(v < 0 ? -1 : v != 0); }
 
 GemvFn gemv_kernel(WType t, Isa isa) {
   if (isa == Isa::avx512 && !cpu_has_avx512_vnni_bf16()) isa = Isa::avx2;

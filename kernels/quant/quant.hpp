@@ -79,4 +79,15 @@ GemvFn gemv_kernel(WType t, Isa isa);
 // True when avx512 kernels of this catalogue can run here (AVX512 F/BW/DQ/VL + VNNI + BF16).
 bool cpu_has_avx512_vnni_bf16();
 
+// True on CPUs whose 256-bit integer multiplies (vpmaddubsw, vpmaddwd) run as two 128-bit
+// halves on one pipe: AMD Zen 1 and Zen+ (family 17h, models below 30h). There Q8_0's
+// avx2 prefill is faster as an fp32 GEMM (interleave_x86.hpp, Q8Fp32); elsewhere its int8
+// tile is (Zen 3, 2026-12-02, llama-134m Q8_0, 512-token prefill, 2 threads, binaries
+// alternating: 566-648 → 733-794 tok/s over 3 rounds; in 3 earlier ones 597-633 →
+// 578-759). Asked when a plan sizes and runs a product, answered from one cpuid.
+bool cpu_int8_multiply_slow();
+// Tests: 1 or 0 forces the answer, -1 restores detection. Set it only while no product
+// is sized or running (scratch_bytes and run must see the same answer).
+void set_int8_multiply_slow_override(int v);
+
 }  // namespace headwise::kernels::quant

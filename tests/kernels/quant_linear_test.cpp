@@ -66,39 +66,49 @@ void check_quant_linear_kernel(const LinearKernel& lk) {
       pw.data = dst;
       pw.repacked = true;
     }
-    // 101: more than one chunk of the prefill loops (64 or 96 rows)
-    for (int rows : {1, 2, 3, 4, 5, 8, 17, 70, 101})
-      for (int threads : {1, 2}) {
-        const int64_t ldx = K + 3, ldy = N + 5;  // strided rows
-        std::vector<float> x(size_t(rows) * ldx), y(size_t(rows) * ldy, NAN);
-        for (float& v : x) v = u(g);
-        std::vector<uint8_t> scratch(lk.impl->scratch_bytes(pw, rows) + 64);
-        void* sp = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
-        lk.impl->run(pw, bias.data(), x.data(), ldx, y.data(), ldy, rows, threads, sp);
-        double worst = 0;
-        std::vector<uint8_t> xa(quant::act_row_bytes(ti.act, K));
-        std::vector<double> xd(K);
-        for (int r = 0; r < rows; ++r) {
-          quant::prepare_activations(ti.act, x.data() + r * ldx, xa.data(), K);
-          quant::activation_values(ti.act, xa.data(), xd.data(), K);
-          for (int n = 0; n < N; ++n) {
-            double ref = bias[n], mag = std::fabs(bias[n]);
-            for (int k0 = 0; k0 < K; k0 += 32) {
-              double max_w = 0;
-              for (int k = k0; k < std::min(K, k0 + 32); ++k) max_w = std::max(max_w, std::fabs(wd[size_t(n) * K + k]));
-              for (int k = k0; k < std::min(K, k0 + 32); ++k) {
-                ref += wd[size_t(n) * K + k] * xd[k];
-                mag += 2 * max_w * std::fabs(xd[k]);
+    // Q8_0 on avx2 takes its fp32 prefill only where the CPU's integer multiply is slow
+    // (quant::cpu_int8_multiply_slow): both paths, whatever this CPU is.
+    const bool both_prefills = lk.type == WeightType::q8_0 && lk.isa == Isa::avx2;
+    struct Restore {
+      ~Restore() { quant::set_int8_multiply_slow_override(-1); }
+    } restore;
+    for (int slow = 0; slow <= (both_prefills ? 1 : 0); ++slow) {
+      if (both_prefills) quant::set_int8_multiply_slow_override(slow);
+      // 101: more than one chunk of the prefill loops (64 or 96 rows)
+      for (int rows : {1, 2, 3, 4, 5, 8, 17, 70, 101})
+        for (int threads : {1, 2}) {
+          const int64_t ldx = K + 3, ldy = N + 5;  // strided rows
+          std::vector<float> x(size_t(rows) * ldx), y(size_t(rows) * ldy, NAN);
+          for (float& v : x) v = u(g);
+          std::vector<uint8_t> scratch(lk.impl->scratch_bytes(pw, rows) + 64);
+          void* sp = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+          lk.impl->run(pw, bias.data(), x.data(), ldx, y.data(), ldy, rows, threads, sp);
+          double worst = 0;
+          std::vector<uint8_t> xa(quant::act_row_bytes(ti.act, K));
+          std::vector<double> xd(K);
+          for (int r = 0; r < rows; ++r) {
+            quant::prepare_activations(ti.act, x.data() + r * ldx, xa.data(), K);
+            quant::activation_values(ti.act, xa.data(), xd.data(), K);
+            for (int n = 0; n < N; ++n) {
+              double ref = bias[n], mag = std::fabs(bias[n]);
+              for (int k0 = 0; k0 < K; k0 += 32) {
+                double max_w = 0;
+                for (int k = k0; k < std::min(K, k0 + 32); ++k) max_w = std::max(max_w, std::fabs(wd[size_t(n) * K + k]));
+                for (int k = k0; k < std::min(K, k0 + 32); ++k) {
+                  ref += wd[size_t(n) * K + k] * xd[k];
+                  mag += 2 * max_w * std::fabs(xd[k]);
+                }
               }
+              // fp32 sums only (as in quant_test.cpp): 4·2⁻²⁴ of the partial sums' magnitude
+              const double err = std::fabs(y[r * ldy + n] - ref) / (4 * std::ldexp(mag, -24));
+              worst = std::max(worst, std::isnan(y[r * ldy + n]) ? INFINITY : err);
             }
-            // fp32 sums only (as in quant_test.cpp): 4·2⁻²⁴ of the partial sums' magnitude
-            const double err = std::fabs(y[r * ldy + n] - ref) / (4 * std::ldexp(mag, -24));
-            worst = std::max(worst, std::isnan(y[r * ldy + n]) ? INFINITY : err);
+            for (int64_t n = N; n < ldy; ++n) ASSERT_TRUE(std::isnan(y[r * ldy + n])) << "wrote past N";
           }
-          for (int64_t n = N; n < ldy; ++n) ASSERT_TRUE(std::isnan(y[r * ldy + n])) << "wrote past N";
+          ASSERT_LE(worst, 1.0) << lk.symbol << " K " << K << " N " << N << " rows " << rows << " threads " << threads
+                                << (both_prefills ? (slow ? " (fp32 prefill)" : " (int8 prefill)") : "");
         }
-        ASSERT_LE(worst, 1.0) << lk.symbol << " K " << K << " N " << N << " rows " << rows << " threads " << threads;
-      }
+    }
   }
 }
 
