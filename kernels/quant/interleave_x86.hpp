@@ -316,12 +316,13 @@ void panel_gemv_z(const uint8_t* panels, int64_t nb, int64_t p0, int64_t p1, int
 // then vpmaddwd (two of its 16-bit pair sums may overflow) plus the sign trick: on Zen 1
 // both multiplies issue on one pipe, so the int8 tile runs at the fp32 FMA rate at best
 // (measured: 75% of it, 30.5 GFLOP/s on one core), while an FMA tile reaches ~89% (as
-// oneDNN's f32 matmul does here). So for many rows on such a CPU (cpu_int8_multiply_slow:
-// Zen 3's two multiply pipes make the int8 tile the faster there) the weights of a pair of panels are
-// dequantized, one K block at a time, into an L1 block of fp32 (w·d, 16 outputs per k)
-// and multiplied with the fma_tile against the inputs' int8 values times their block
-// scale (q·d, what the int8 path multiplies): the same operands, only the fp32 rounding
-// of the two products and of the sums differs (the float64 reference bounds both).
+// oneDNN's f32 matmul does here). So for many rows on such a CPU (cpu_int8_multiply_slow;
+// Zen 3's two multiply pipes make the int8 tile the faster) the weights of a pair of
+// panels are dequantized, one K block at a time, into an L1 block of fp32 (w·d, 16
+// outputs per k) and multiplied with the fma_tile against the inputs' int8 values times
+// their block scale (q·d, what the int8 path multiplies): the same operands, only the
+// fp32 rounding of the two products and of the sums differs (the float64 reference
+// bounds both).
 struct Q8Fp32 {
   static constexpr size_t kGroupBytes = 64;  // 16 floats per k
   static void load(const uint8_t* g, __m256& a, __m256& b) {
