@@ -8,6 +8,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "graph/bf16_widened.hpp"
+#include "graph/onednn_context.hpp"
 #include "graph/weight_arena.hpp"
 #include "graph/weights.hpp"
 #include "kernels/quant/quant.hpp"
@@ -18,11 +20,6 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
 
 // The row count the weight layout is chosen for. oneDNN 2.6 picks the same blocked
 // layout for M = 1 and M = 1024 on the shapes we use, so one reorder serves every row
@@ -74,21 +71,6 @@ kernels::PackedWeights describe_blocked(const memory::desc& md, const float* dat
 }
 
 size_t round64(size_t n) { return (n + 63) / 64 * 64; }
-
-// Sets the calling thread's OpenMP max-threads for oneDNN and restores it on exit, so
-// callers never see their setting changed.
-class ScopedOmpThreads {
- public:
-  explicit ScopedOmpThreads(int n) : saved_(omp_get_max_threads()) {
-    if (n != saved_) omp_set_num_threads(n);
-  }
-  ~ScopedOmpThreads() {
-    if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
-  }
-
- private:
-  int saved_;
-};
 
 }  // namespace
 
@@ -286,6 +268,11 @@ Status Projection::copy_mapped_rows(WeightArena* arena) {
 // the rows decode reads (copied out of a file mapping by copy_mapped_rows). A oneDNN
 // without a bf16 brgemm on this CPU (a reference implementation) is not used: the
 // registry kernel is faster than that.
+// Where oneDNN's bf16 matmul is not on AMX and the CPU's bf16 dot product runs below its
+// fp32 FMA rate (quant::cpu_bf16_dot_slow: Intel without AMX), prefill instead widens
+// the stored rows per call into fp32 chunks for oneDNN's f32 matmul (WidenedBf16,
+// bf16_widened.hpp), with no copy kept: llama-134m BF16, 512-token prefill, 2 threads,
+// 3 alternating rounds on an Emerald Rapids VM without AMX, 700-808 → 1018-1202 tok/s.
 // F16 weights stay on their registry kernel in prefill too: oneDNN 2.6 has no f16
 // matmul on this CPU, and converting them to bf16 would change the values.
 Status Projection::prepare_bf16_onednn(const uint16_t* w) {
@@ -296,9 +283,16 @@ Status Projection::prepare_bf16_onednn(const uint16_t* w) {
   try {
     const memory::desc any({K_, N_}, dt::bf16, tag::any);
     auto pd0 = make_pd(kLayoutRows, K_, N_, any, has_bias, dt::bf16);
-    if (std::string(pd0.impl_info_str()).find("ref") != std::string::npos) {
+    const std::string impl0 = pd0.impl_info_str();
+    if (impl0.find("ref") != std::string::npos) {
       dnn_.reset();
       return Status::Ok();
+    }
+    // Without AMX, on a CPU whose bf16 dot product is slower than its fp32 FMA: the
+    // stored rows widened per call into fp32 chunks (bf16_widened.hpp), no bf16 copy.
+    if (impl0.find("amx") == std::string::npos && kernels::quant::cpu_bf16_dot_slow()) {
+      dnn_.reset();
+      return WidenedBf16::create(w, K_, N_, bias_, &widen_);  // widen_ null: the registry kernel
     }
     d.wmd = pd0.weights_desc();
     // The stored [N][K] rows are the K×N matrix with strides (1, K).
@@ -366,6 +360,10 @@ size_t Projection::staging_bytes(int rows) const {
 
 size_t Projection::scratch_bytes(int rows) const {
   size_t pad = 0, small = 0;
+  if (widen_ && rows >= WidenedBf16::kMinRows) {  // widened | the small kernel for the last rows
+    const int rest = std::min(rows, WidenedBf16::kMinRows - 1);
+    return round64(widen_->scratch_bytes(rows)) + round64(small_->impl->scratch_bytes(packed_, rest));
+  }
   const size_t staging = staging_bytes(rows);
   if (dnn_)
     for (const Onednn::Class& c : dnn_->classes)
@@ -380,6 +378,14 @@ size_t Projection::scratch_bytes(int rows) const {
 Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
                        void* scratch) const {
   if (M <= 0) return Status::Ok();
+  if (widen_ && M >= WidenedBf16::kMinRows) {
+    const int taken = WidenedBf16::rows_taken(M);
+    const Status s = widen_->run(x, ldx, y, ldy, taken, threads, scratch);
+    if (!s.ok() || taken == M) return s;
+    small_->impl->run(packed_, bias_, x + taken * ldx, ldx, y + taken * ldy, ldy, M - taken, threads,
+                      static_cast<char*>(scratch) + round64(widen_->scratch_bytes(M)));
+    return Status::Ok();
+  }
   // The same layout as scratch_bytes(M): oneDNN scratchpad | dense staging | small kernel.
   size_t pad = 0;
   const size_t staging = staging_bytes(M);
@@ -445,6 +451,7 @@ Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M
 
 bool Projection::can_slice(int M) const {
   if (!small_ || M < 1) return false;
+  if (widen_ && M >= WidenedBf16::kMinRows) return false;
   if (dnn_ && !dnn_->classes.empty() && M >= dnn_->classes.front().rows) return false;
   return small_->impl->max_rows == 0 || M <= small_->impl->max_rows;
 }
@@ -485,6 +492,10 @@ std::string Projection::small_kernel() const {
 }
 
 std::string Projection::implementation(int M) const {
+  if (widen_ && M >= WidenedBf16::kMinRows) {
+    const int rest = M - WidenedBf16::rows_taken(M);
+    return widen_->implementation(M) + (rest ? " + " + small_kernel() + "×" + std::to_string(rest) : "");
+  }
   std::string out;
   int last = -2, count = 0, rows_each = 0;
   auto flush = [&] {

@@ -25,6 +25,7 @@
 namespace headwise::graph {
 
 class WeightArena;
+class WidenedBf16;
 class Projection;
 
 // One projection, or several of the same input (a layer's q, k and v; gate and up) in
@@ -144,6 +145,7 @@ class Projection {
   std::vector<float> bias_copy_;           // typed projections own their bias copy
   const kernels::LinearKernel* small_ = nullptr;  // registry kernel, or null
   std::unique_ptr<Onednn> dnn_;            // f32, and bf16 on a CPU with AVX512-BF16
+  std::unique_ptr<WidenedBf16> widen_;     // bf16 where its dot product is slow (in place of dnn_)
 };
 
 }  // namespace headwise::graph

@@ -71,6 +71,18 @@ bool detect_int8_multiply_slow() {
 
 std::atomic<int> int8_multiply_slow_override{-1};
 
+bool detect_bf16_dot_slow() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  return b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e;  // "GenuineIntel"
+#else
+  return false;
+#endif
+}
+
+std::atomic<int> bf16_dot_slow_override{-1};
+
 }  // namespace
 
 const TypeInfo* type_info(WType t) {
@@ -110,6 +122,14 @@ bool cpu_int8_multiply_slow() {
 }
 
 void set_int8_multiply_slow_override(int v) { int8_multiply_slow_override.store(v < 0 ? -1 : v != 0); }
+
+bool cpu_bf16_dot_slow() {
+  static const bool slow = detect_bf16_dot_slow();
+  const int o = bf16_dot_slow_override.load(std::memory_order_relaxed);
+  return o < 0 ? slow : o != 0;
+}
+
+void set_bf16_dot_slow_override(int v) { bf16_dot_slow_override.store(v < 0 ? -1 : v != 0); }
 
 GemvFn gemv_kernel(WType t, Isa isa) {
   if (isa == Isa::avx512 && !cpu_has_avx512_vnni_bf16()) isa = Isa::avx2;

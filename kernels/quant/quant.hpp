@@ -90,4 +90,15 @@ bool cpu_int8_multiply_slow();
 // is sized or running (scratch_bytes and run must see the same answer).
 void set_int8_multiply_slow_override(int v);
 
+// True on CPUs whose AVX512-BF16 dot product (vdpbf16ps) runs below the fp32 FMA rate:
+// Intel's. Measured on an Emerald Rapids VM without AMX (2026-12-03): the peak probe's
+// bf16 dot 82 GFLOP/s a core against fp32 FMA 166, and oneDNN's bf16 matmul 75-83
+// against its f32 matmul 135-170; Intel's other AVX512-BF16 CPUs (Cooper Lake, Sapphire
+// Rapids) are assumed alike, not measured. Zen 4 runs it at twice the fp32 rate. Where the CPU has AMX, oneDNN's bf16 matmul runs on AMX instead and
+// this is not asked (graph/projection.cpp). BF16 prefill then runs as an fp32 GEMM on
+// widened weights (graph/bf16_widened.hpp). One cpuid, asked when a plan is built.
+bool cpu_bf16_dot_slow();
+// Tests: 1 or 0 forces the answer, -1 restores detection (read when a projection is made).
+void set_bf16_dot_slow_override(int v);
+
 }  // namespace headwise::kernels::quant

@@ -119,11 +119,15 @@ TEST(Projection, NeverTheReferenceMatmul) {
 }
 
 // BF16 weights ([N][K] as stored): oneDNN's bf16 matmul on the copy packed at plan time
-// for row classes (AVX512-BF16 CPUs), the registry kernel below them, against a float64
-// reference of the bf16 weights times the inputs rounded to bf16 as both paths round
-// them. Products of two bf16 are exact in fp32, so only the fp32 sums differ: the bound
-// is the f32 test's, 1e-6·Σ|terms|·√K.
-void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa) {
+// for row classes (AVX512-BF16 CPUs), or, where the bf16 dot product is slow
+// (cpu_bf16_dot_slow, forced both ways below), its f32 matmul on the rows widened per
+// call (bf16_widened.hpp), the registry kernel below them, against a float64 reference
+// of the bf16 weights times the inputs: rounded to bf16 as the bf16 paths round them, as
+// given for the rows the widened path takes (it keeps them fp32; a reference of rounded
+// inputs misses it by ~2⁻⁹ per product, ~1000× the bound). Products of two bf16 are
+// exact in fp32, so only the fp32 sums differ: the bound is the f32 test's,
+// 1e-6·Σ|terms|·√K.
+void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa, bool dot_slow) {
   namespace q = kernels::quant;
   std::mt19937 g(M * 17 + K * 3 + N);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -135,10 +139,15 @@ void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa) {
   Status s = Projection::create_typed(kernels::WeightType::bf16, w.data(), K, N, bias ? b.data() : nullptr, isa, &pl);
   ASSERT_TRUE(s.ok()) << s.message();
   const bool onednn = isa == Isa::avx512 && q::cpu_has_avx512_vnni_bf16();
+  const std::string impl = pl->implementation(M);
+  const bool widened = impl.find("widened") != std::string::npos;
   if (M >= Projection::kMinClassRows) {
-    EXPECT_EQ(pl->implementation(M).find("oneDNN") != std::string::npos, onednn) << pl->implementation(M);
+    EXPECT_EQ(impl.find("oneDNN") != std::string::npos, onednn) << impl;
+    // widened exactly when the dot is slow and oneDNN's bf16 matmul is not on AMX
+    if (onednn) EXPECT_EQ(widened, dot_slow && impl.find("amx") == std::string::npos) << impl;
   }
-  EXPECT_EQ(pl->implementation(M).find("ref"), std::string::npos) << pl->implementation(M);
+  EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
+  const int exact_rows = widened ? M / 16 * 16 : 0;  // rows whose inputs stay fp32
   const int64_t ldx = K + (strided ? 5 : 0), ldy = N + (strided ? 3 : 0);
   std::vector<float> x(size_t(M) * ldx), y(size_t(M) * ldy, NAN);
   for (float& v : x) v = u(g);
@@ -155,7 +164,8 @@ void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa) {
       for (int n = 0; n < N; ++n) {
         double ref = bias ? b[n] : 0.0, mag = std::fabs(ref);
         for (int k = 0; k < K; ++k) {
-          const double p = double(q::bf16_to_f32(q::f32_to_bf16(x[r * ldx + k]))) * q::bf16_to_f32(w[size_t(n) * K + k]);
+          const float xv = r < exact_rows ? x[r * ldx + k] : q::bf16_to_f32(q::f32_to_bf16(x[r * ldx + k]));
+          const double p = double(xv) * q::bf16_to_f32(w[size_t(n) * K + k]);
           ref += p;
           mag += std::fabs(p);
         }
@@ -170,10 +180,15 @@ void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa) {
 }
 
 TEST(Projection, Bf16WeightsMatchReferenceAroundTheClassEdges) {
-  for (Isa isa : usable_isas())
-    for (int M : {1, 15, 16, 17, 33, 100, Projection::kMaxBf16ClassRows + 37})
-      for (auto [K, N] : {std::pair{64, 17}, {200, 130}})
-        for (bool strided : {false, true}) check_bf16(M, K, N, /*bias=*/M % 2 == 1, strided, isa);
+  for (bool dot_slow : {false, true}) {
+    kernels::quant::set_bf16_dot_slow_override(dot_slow);
+    for (Isa isa : usable_isas())
+      for (int M : {1, 15, 16, 17, 33, 100, Projection::kMaxBf16ClassRows + 37})
+        // N 300: two 128-column chunks and a tail of 44; K 2100: 64-column chunks
+        for (auto [K, N] : {std::pair{64, 17}, {200, 130}, {96, 300}, {2100, 70}})
+          for (bool strided : {false, true}) check_bf16(M, K, N, /*bias=*/M % 2 == 1, strided, isa, dot_slow);
+  }
+  kernels::quant::set_bf16_dot_slow_override(-1);
 }
 
 // Typed weights repacked at load (Q4_K's 8-row panels) into their own mapping, here
