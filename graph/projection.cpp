@@ -8,10 +8,10 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "graph/bf16_widened.hpp"
 #include "graph/onednn_context.hpp"
 #include "graph/weight_arena.hpp"
 #include "graph/weights.hpp"
+#include "graph/widened16.hpp"
 #include "kernels/quant/quant.hpp"
 
 namespace headwise::graph {
@@ -194,7 +194,14 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
     if (!s.ok()) return s;
   }
   if (type == kernels::WeightType::bf16 && isa == kernels::Isa::avx512 && kernels::quant::cpu_has_avx512_vnni_bf16()) {
-    const Status s = p->prepare_bf16_onednn(static_cast<const uint16_t*>(pw.data));
+    const Status s = p->prepare_bf16_onednn(static_cast<const uint16_t*>(pw.data), isa);
+    if (!s.ok()) return s;
+  }
+  // F16 prefill on AVX-512: oneDNN's f32 matmul on rows widened per call (widened16.hpp);
+  // its registry kernel reads one weight row at a time (~24 GFLOP/s a core). Null when
+  // oneDNN has no fast f32 matmul here: the registry kernel takes every row count.
+  if (type == kernels::WeightType::f16 && isa == kernels::Isa::avx512) {
+    const Status s = Widened16::create(type, static_cast<const uint16_t*>(pw.data), K, N, p->bias_, isa, &p->widen_);
     if (!s.ok()) return s;
   }
   *out = std::move(p);
@@ -270,12 +277,13 @@ Status Projection::copy_mapped_rows(WeightArena* arena) {
 // registry kernel is faster than that.
 // Where oneDNN's bf16 matmul is not on AMX and the CPU's bf16 dot product runs below its
 // fp32 FMA rate (quant::cpu_bf16_dot_slow: Intel without AMX), prefill instead widens
-// the stored rows per call into fp32 chunks for oneDNN's f32 matmul (WidenedBf16,
-// bf16_widened.hpp), with no copy kept: llama-134m BF16, 512-token prefill, 2 threads,
+// the stored rows per call into fp32 chunks for oneDNN's f32 matmul (Widened16,
+// widened16.hpp), with no copy kept: llama-134m BF16, 512-token prefill, 2 threads,
 // 3 alternating rounds on an Emerald Rapids VM without AMX, 700-808 → 1018-1202 tok/s.
-// F16 weights stay on their registry kernel in prefill too: oneDNN 2.6 has no f16
-// matmul on this CPU, and converting them to bf16 would change the values.
-Status Projection::prepare_bf16_onednn(const uint16_t* w) {
+// F16 weights: oneDNN 2.6 has no f16 matmul, and converting them to bf16 would change
+// the values; on AVX-512 they are widened as above (create_typed), elsewhere their
+// registry kernel (the avx2 16-row panels) takes every row count.
+Status Projection::prepare_bf16_onednn(const uint16_t* w, kernels::Isa isa) {
   dnn_ = std::make_unique<Onednn>();
   Onednn& d = *dnn_;
   d.bf16 = true;
@@ -289,10 +297,10 @@ Status Projection::prepare_bf16_onednn(const uint16_t* w) {
       return Status::Ok();
     }
     // Without AMX, on a CPU whose bf16 dot product is slower than its fp32 FMA: the
-    // stored rows widened per call into fp32 chunks (bf16_widened.hpp), no bf16 copy.
+    // stored rows widened per call into fp32 chunks (widened16.hpp), no bf16 copy.
     if (impl0.find("amx") == std::string::npos && kernels::quant::cpu_bf16_dot_slow()) {
       dnn_.reset();
-      return WidenedBf16::create(w, K_, N_, bias_, &widen_);  // widen_ null: the registry kernel
+      return Widened16::create(kernels::WeightType::bf16, w, K_, N_, bias_, isa, &widen_);  // null: the registry kernel
     }
     d.wmd = pd0.weights_desc();
     // The stored [N][K] rows are the K×N matrix with strides (1, K).
@@ -360,8 +368,8 @@ size_t Projection::staging_bytes(int rows) const {
 
 size_t Projection::scratch_bytes(int rows) const {
   size_t pad = 0, small = 0;
-  if (widen_ && rows >= WidenedBf16::kMinRows) {  // widened | the small kernel for the last rows
-    const int rest = std::min(rows, WidenedBf16::kMinRows - 1);
+  if (widen_ && rows >= Widened16::kMinRows) {  // widened | the small kernel for the last rows
+    const int rest = std::min(rows, Widened16::kMinRows - 1);
     return round64(widen_->scratch_bytes(rows)) + round64(small_->impl->scratch_bytes(packed_, rest));
   }
   const size_t staging = staging_bytes(rows);
@@ -378,8 +386,8 @@ size_t Projection::scratch_bytes(int rows) const {
 Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
                        void* scratch) const {
   if (M <= 0) return Status::Ok();
-  if (widen_ && M >= WidenedBf16::kMinRows) {
-    const int taken = WidenedBf16::rows_taken(M);
+  if (widen_ && M >= Widened16::kMinRows) {
+    const int taken = Widened16::rows_taken(M);
     const Status s = widen_->run(x, ldx, y, ldy, taken, threads, scratch);
     if (!s.ok() || taken == M) return s;
     small_->impl->run(packed_, bias_, x + taken * ldx, ldx, y + taken * ldy, ldy, M - taken, threads,
@@ -451,7 +459,7 @@ Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M
 
 bool Projection::can_slice(int M) const {
   if (!small_ || M < 1) return false;
-  if (widen_ && M >= WidenedBf16::kMinRows) return false;
+  if (widen_ && M >= Widened16::kMinRows) return false;
   if (dnn_ && !dnn_->classes.empty() && M >= dnn_->classes.front().rows) return false;
   return small_->impl->max_rows == 0 || M <= small_->impl->max_rows;
 }
@@ -492,8 +500,8 @@ std::string Projection::small_kernel() const {
 }
 
 std::string Projection::implementation(int M) const {
-  if (widen_ && M >= WidenedBf16::kMinRows) {
-    const int rest = M - WidenedBf16::rows_taken(M);
+  if (widen_ && M >= Widened16::kMinRows) {
+    const int rest = M - Widened16::rows_taken(M);
     return widen_->implementation(M) + (rest ? " + " + small_kernel() + "×" + std::to_string(rest) : "");
   }
   std::string out;

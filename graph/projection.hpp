@@ -25,7 +25,7 @@
 namespace headwise::graph {
 
 class WeightArena;
-class WidenedBf16;
+class Widened16;
 class Projection;
 
 // One projection, or several of the same input (a layer's q, k and v; gate and up) in
@@ -114,7 +114,7 @@ class Projection {
   template <class F>
   void split_rows(int M, bool dense, F&& f) const;
   size_t staging_bytes(int rows) const;
-  Status prepare_bf16_onednn(const uint16_t* w);  // BF16 prefill (see projection.cpp)
+  Status prepare_bf16_onednn(const uint16_t* w, kernels::Isa isa);  // BF16 prefill (see projection.cpp)
   Status repack_weights(WeightArena* arena);       // the small kernel's own layout (see projection.cpp)
   Status copy_mapped_rows(WeightArena* arena);     // stored rows out of a file mapping (ditto)
   void* own_memory(size_t bytes, WeightArena* arena);
@@ -145,7 +145,7 @@ class Projection {
   std::vector<float> bias_copy_;           // typed projections own their bias copy
   const kernels::LinearKernel* small_ = nullptr;  // registry kernel, or null
   std::unique_ptr<Onednn> dnn_;            // f32, and bf16 on a CPU with AVX512-BF16
-  std::unique_ptr<WidenedBf16> widen_;     // bf16 where its dot product is slow (in place of dnn_)
+  std::unique_ptr<Widened16> widen_;       // prefill of f16 (avx512), of bf16 where its dot is slow
 };
 
 }  // namespace headwise::graph

@@ -96,7 +96,7 @@ void set_int8_multiply_slow_override(int v);
 // against its f32 matmul 135-170; Intel's other AVX512-BF16 CPUs (Cooper Lake, Sapphire
 // Rapids) are assumed alike, not measured. Zen 4 runs it at twice the fp32 rate. Where the CPU has AMX, oneDNN's bf16 matmul runs on AMX instead and
 // this is not asked (graph/projection.cpp). BF16 prefill then runs as an fp32 GEMM on
-// widened weights (graph/bf16_widened.hpp). One cpuid, asked when a plan is built.
+// widened weights (graph/widened16.hpp). One cpuid, asked when a plan is built.
 bool cpu_bf16_dot_slow();
 // Tests: 1 or 0 forces the answer, -1 restores detection (read when a projection is made).
 void set_bf16_dot_slow_override(int v);

@@ -14,6 +14,7 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/quant/blocks.hpp"
 #include "kernels/quant/quant.hpp"
+#include "kernels/simd/half.hpp"
 #include "tests/status_assert.hpp"
 #include "tests/test_files.hpp"
 
@@ -118,36 +119,39 @@ TEST(Projection, NeverTheReferenceMatmul) {
   }
 }
 
-// BF16 weights ([N][K] as stored): oneDNN's bf16 matmul on the copy packed at plan time
+// BF16 and F16 weights ([N][K] as stored), against a float64 reference of the stored
+// weights times the inputs. BF16: oneDNN's bf16 matmul on the copy packed at plan time
 // for row classes (AVX512-BF16 CPUs), or, where the bf16 dot product is slow
 // (cpu_bf16_dot_slow, forced both ways below), its f32 matmul on the rows widened per
-// call (bf16_widened.hpp), the registry kernel below them, against a float64 reference
-// of the bf16 weights times the inputs: rounded to bf16 as the bf16 paths round them, as
-// given for the rows the widened path takes (it keeps them fp32; a reference of rounded
-// inputs misses it by ~2⁻⁹ per product, ~1000× the bound). Products of two bf16 are
-// exact in fp32, so only the fp32 sums differ: the bound is the f32 test's,
-// 1e-6·Σ|terms|·√K.
-void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa, bool dot_slow) {
+// call (widened16.hpp); F16: the widened rows on an avx512 plan; the registry kernel
+// below the classes (and for F16 elsewhere). The bf16 paths round the inputs to bf16
+// and so does the reference for them; the widened rows and F16's kernels keep them
+// fp32, and so does the reference (a reference of rounded inputs misses those by ~2⁻⁹
+// per product, ~1000× the bound). Products of 16-bit weights and bf16 (or with fp32
+// inputs, products computed in fp32 from exact operands) differ only by the fp32
+// rounding of products and sums: the bound is the f32 test's, 1e-6·Σ|terms|·√K.
+void check_half(kernels::WeightType type, int M, int K, int N, bool bias, bool strided, Isa isa, bool dot_slow) {
   namespace q = kernels::quant;
+  const bool f16 = type == kernels::WeightType::f16;
   std::mt19937 g(M * 17 + K * 3 + N);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<uint16_t> w(size_t(K) * N);
   std::vector<float> b(N);
-  for (uint16_t& v : w) v = q::f32_to_bf16(u(g));
+  for (uint16_t& v : w) v = f16 ? kernels::f32_to_f16(u(g)) : q::f32_to_bf16(u(g));
   for (float& v : b) v = u(g);
   std::unique_ptr<Projection> pl;
-  Status s = Projection::create_typed(kernels::WeightType::bf16, w.data(), K, N, bias ? b.data() : nullptr, isa, &pl);
+  Status s = Projection::create_typed(type, w.data(), K, N, bias ? b.data() : nullptr, isa, &pl);
   ASSERT_TRUE(s.ok()) << s.message();
-  const bool onednn = isa == Isa::avx512 && q::cpu_has_avx512_vnni_bf16();
+  const bool onednn = isa == Isa::avx512 && (f16 || q::cpu_has_avx512_vnni_bf16());
   const std::string impl = pl->implementation(M);
   const bool widened = impl.find("widened") != std::string::npos;
   if (M >= Projection::kMinClassRows) {
     EXPECT_EQ(impl.find("oneDNN") != std::string::npos, onednn) << impl;
-    // widened exactly when the dot is slow and oneDNN's bf16 matmul is not on AMX
-    if (onednn) EXPECT_EQ(widened, dot_slow && impl.find("amx") == std::string::npos) << impl;
+    // F16: always widened; BF16: when the dot is slow and oneDNN's bf16 matmul is not on AMX
+    if (onednn) EXPECT_EQ(widened, f16 || (dot_slow && impl.find("amx") == std::string::npos)) << impl;
   }
   EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
-  const int exact_rows = widened ? M / 16 * 16 : 0;  // rows whose inputs stay fp32
+  const int exact_rows = f16 ? M : widened ? M / 16 * 16 : 0;  // rows whose inputs stay fp32
   const int64_t ldx = K + (strided ? 5 : 0), ldy = N + (strided ? 3 : 0);
   std::vector<float> x(size_t(M) * ldx), y(size_t(M) * ldy, NAN);
   for (float& v : x) v = u(g);
@@ -165,7 +169,8 @@ void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa, bool dot_
         double ref = bias ? b[n] : 0.0, mag = std::fabs(ref);
         for (int k = 0; k < K; ++k) {
           const float xv = r < exact_rows ? x[r * ldx + k] : q::bf16_to_f32(q::f32_to_bf16(x[r * ldx + k]));
-          const double p = double(xv) * q::bf16_to_f32(w[size_t(n) * K + k]);
+          const uint16_t wv = w[size_t(n) * K + k];
+          const double p = double(xv) * (f16 ? kernels::f16_to_f32(wv) : q::bf16_to_f32(wv));
           ref += p;
           mag += std::fabs(p);
         }
@@ -174,21 +179,31 @@ void check_bf16(int M, int K, int N, bool bias, bool strided, Isa isa, bool dot_
       }
       for (int64_t n = N; n < ldy; ++n) ASSERT_TRUE(std::isnan(y[r * ldy + n])) << "wrote past N";
     }
-    EXPECT_LE(worst, 1.0) << "bf16 M " << M << " K " << K << " N " << N << " isa " << kernels::isa_name(isa)
+    EXPECT_LE(worst, 1.0) << kernels::weight_type_name(type) << " M " << M << " K " << K << " N " << N << " isa " << kernels::isa_name(isa)
                           << " threads " << threads << " impl " << pl->implementation(M);
   }
+}
+
+// M 1..15: the registry kernel alone; 17, 33: a class and its remainder; 293: classes
+// 256 + 32 and 5 rows left. N 300: two 128-column chunks and a tail of 44; K 2100:
+// 64-column chunks.
+void check_half_shapes(kernels::WeightType type, bool dot_slow) {
+  for (Isa isa : usable_isas())
+    for (int M : {1, 15, 16, 17, 33, 100, Projection::kMaxBf16ClassRows + 37})
+      for (auto [K, N] : {std::pair{64, 17}, {200, 130}, {96, 300}, {2100, 70}})
+        for (bool strided : {false, true}) check_half(type, M, K, N, /*bias=*/M % 2 == 1, strided, isa, dot_slow);
 }
 
 TEST(Projection, Bf16WeightsMatchReferenceAroundTheClassEdges) {
   for (bool dot_slow : {false, true}) {
     kernels::quant::set_bf16_dot_slow_override(dot_slow);
-    for (Isa isa : usable_isas())
-      for (int M : {1, 15, 16, 17, 33, 100, Projection::kMaxBf16ClassRows + 37})
-        // N 300: two 128-column chunks and a tail of 44; K 2100: 64-column chunks
-        for (auto [K, N] : {std::pair{64, 17}, {200, 130}, {96, 300}, {2100, 70}})
-          for (bool strided : {false, true}) check_bf16(M, K, N, /*bias=*/M % 2 == 1, strided, isa, dot_slow);
+    check_half_shapes(kernels::WeightType::bf16, dot_slow);
   }
   kernels::quant::set_bf16_dot_slow_override(-1);
+}
+
+TEST(Projection, F16WeightsMatchReferenceAroundTheClassEdges) {
+  check_half_shapes(kernels::WeightType::f16, false);
 }
 
 // Typed weights repacked at load (Q4_K's 8-row panels) into their own mapping, here

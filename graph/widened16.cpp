@@ -1,4 +1,4 @@
-#include "graph/bf16_widened.hpp"
+#include "graph/widened16.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graph/onednn_context.hpp"
+#include "kernels/convert/kv_convert.hpp"
 
 namespace headwise::graph {
 namespace {
@@ -24,8 +25,8 @@ dnnl::primitive_attr user_scratchpad() {
 }
 
 // Output columns per chunk: K·cols·4 bytes of widened weights ≤ 1 MiB (in L2 while the
-// inputs pass). Measured (2 threads, 512 rows): 128 columns 186-222 GFLOP/s for K ≤ 2048,
-// 64 columns ~184 for K 8192; wider chunks were no faster.
+// inputs pass). Measured (2 threads, 512 rows, K 768 and 2048): 128 columns 193-242
+// GFLOP/s, 256 no faster; K above 2048 takes 64 to keep the bound.
 int chunk_cols(int K, int N) { return std::min(N, K <= 2048 ? 128 : 64); }
 
 }  // namespace
@@ -33,51 +34,41 @@ int chunk_cols(int K, int N) { return std::min(N, K <= 2048 ? 128 : 64); }
 // One chunk width (the full one, and the last chunk's when N is not a multiple).
 struct ChunkPrims {
   int cols = 0;
-  memory::desc wmd;                  // the blocked f32 layout oneDNN chose for K × cols
-  dnnl::reorder widen;               // bf16 [cols][K] rows → wmd
-  size_t widen_pad = 0;
-  std::vector<dnnl::matmul> prims;   // one per row class
+  std::vector<dnnl::matmul> prims;  // one per row class
   std::vector<size_t> pads;
   std::string impl;
 };
 
-struct WidenedBf16::Impl {
+struct Widened16::Impl {
   const uint16_t* w = nullptr;
+  bool f16 = false;  // else bf16
+  const kernels::KvConvert* widen = nullptr;
   int K = 0, N = 0;
   std::vector<float> bias;
   ChunkPrims full, tail;  // tail.cols == 0: N is a multiple of full.cols
   std::vector<int> classes;
   size_t pad = 0;         // the largest scratchpad of any primitive
 
+  // The widened chunk: [cols][K] fp32 rows, i.e. the K×cols matrix with strides (1, K).
+  memory::desc chunk_desc(int cols) const { return memory::desc({K, cols}, dt::f32, memory::dims{1, K}); }
+
   Status make(ChunkPrims& c, int cols) {
     c.cols = cols;
     const dnnl::primitive_attr attr = user_scratchpad();
     for (int rows : classes) {
       const memory::desc src({rows, K}, dt::f32, tag::ab), dst({rows, cols}, dt::f32, tag::ab);
-      const memory::desc any({K, cols}, dt::f32, tag::any);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any, dst), attr, cpu_engine());
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, chunk_desc(cols), dst), attr, cpu_engine());
       const std::string impl = pd.impl_info_str();
       if (impl.find("ref") != std::string::npos) return Status(StatusCode::unsupported, impl);
-      if (c.prims.empty()) {
-        c.wmd = pd.weights_desc();
-        c.impl = impl;
-      } else if (pd.weights_desc() != c.wmd) {
-        // every class must read the one widened layout (one reorder per chunk)
-        pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, c.wmd, dst), attr, cpu_engine());
-      }
+      if (c.prims.empty()) c.impl = impl;
       c.prims.emplace_back(pd);
       c.pads.push_back(pd.scratchpad_desc().get_size());
       pad = std::max(pad, c.pads.back());
     }
-    const memory::desc rows_bf16({K, cols}, dt::bf16, memory::dims{1, K});  // [cols][K] rows
-    dnnl::reorder::primitive_desc rpd(cpu_engine(), rows_bf16, cpu_engine(), c.wmd, attr);
-    c.widen = dnnl::reorder(rpd);
-    c.widen_pad = rpd.scratchpad_desc().get_size();
-    pad = std::max(pad, c.widen_pad);
     return Status::Ok();
   }
 
-  size_t wchunk_bytes() const { return round64(full.wmd.get_size()); }
+  size_t wchunk_bytes() const { return round64(size_t(K) * full.cols * sizeof(float)); }
   // Largest class ≤ rows (rows ≥ kMinRows).
   int largest_class(int rows) const {
     int c = 0;
@@ -92,12 +83,14 @@ struct WidenedBf16::Impl {
     const memory scratch(memory::desc({memory::dim(std::max<size_t>(pad, 1))}, dt::u8, tag::a), cpu_engine(), pad_p);
     for (int n0 = 0; n0 < N; n0 += full.cols) {
       const ChunkPrims& c = n0 + full.cols <= N ? full : tail;
-      const memory::desc rows_bf16({K, c.cols}, dt::bf16, memory::dims{1, K});
-      memory ws(rows_bf16, cpu_engine(), const_cast<uint16_t*>(w + size_t(n0) * K));
-      memory wm(c.wmd, cpu_engine(), wbuf);
-      std::unordered_map<int, memory> rargs = {{DNNL_ARG_FROM, ws}, {DNNL_ARG_TO, wm}};
-      if (c.widen_pad) rargs.insert({DNNL_ARG_SCRATCHPAD, scratch});
-      c.widen.execute(stream, rargs);
+      auto* wf = static_cast<float*>(wbuf);
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int j = 0; j < c.cols; ++j) {
+        const uint16_t* src = w + size_t(n0 + j) * K;
+        if (f16) widen->f16_to_f32(src, wf + size_t(j) * K, K);
+        else widen->bf16_to_f32(src, wf + size_t(j) * K, K);
+      }
+      memory wm(chunk_desc(c.cols), cpu_engine(), wbuf);
       for (int r0 = 0; r0 < M;) {
         const int k = largest_class(M - r0), rows = classes[k];
         memory xs(memory::desc({rows, K}, dt::f32, tag::ab), cpu_engine(), const_cast<float*>(x + size_t(r0) * K));
@@ -124,13 +117,19 @@ struct WidenedBf16::Impl {
   }
 };
 
-WidenedBf16::WidenedBf16(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-WidenedBf16::~WidenedBf16() = default;
+Widened16::Widened16(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Widened16::~Widened16() = default;
 
-Status WidenedBf16::create(const uint16_t* w, int K, int N, const float* bias, std::unique_ptr<WidenedBf16>* out) {
+Status Widened16::create(kernels::WeightType type, const uint16_t* w, int K, int N, const float* bias,
+                         kernels::Isa isa, std::unique_ptr<Widened16>* out) {
   out->reset();
+  if (type != kernels::WeightType::bf16 && type != kernels::WeightType::f16)
+    return Status(StatusCode::invalid_argument, std::string("widened weights are bf16 or f16, not ") +
+                                                    kernels::weight_type_name(type));
   auto d = std::make_unique<Impl>();
   d->w = w;
+  d->f16 = type == kernels::WeightType::f16;
+  d->widen = &kernels::kv_convert(isa);
   d->K = K;
   d->N = N;
   if (bias) d->bias.assign(bias, bias + N);
@@ -140,15 +139,16 @@ Status WidenedBf16::create(const uint16_t* w, int K, int N, const float* bias, s
     if (!d->make(d->full, cols).ok()) return Status::Ok();
     if (N % cols && !d->make(d->tail, N % cols).ok()) return Status::Ok();
   } catch (const dnnl::error& e) {
-    return Status(StatusCode::internal, "oneDNN could not prepare the widened bf16 " + std::to_string(K) + "x" +
+    return Status(StatusCode::internal, std::string("oneDNN could not prepare the widened ") +
+                                            kernels::weight_type_name(type) + " " + std::to_string(K) + "x" +
                                             std::to_string(N) + " matmul: " + e.what());
   }
-  out->reset(new WidenedBf16(std::move(d)));
+  out->reset(new Widened16(std::move(d)));
   return Status::Ok();
 }
 
 // oneDNN scratchpad | widened chunk | the chunk's output rows | staging for strided x
-size_t WidenedBf16::scratch_bytes(int rows) const {
+size_t Widened16::scratch_bytes(int rows) const {
   const Impl& d = *impl_;
   if (rows < kMinRows) return 0;
   const int most = d.classes[d.largest_class(rows)];
@@ -156,7 +156,7 @@ size_t WidenedBf16::scratch_bytes(int rows) const {
          round64(size_t(kMinRows) * d.K * sizeof(float));
 }
 
-Status WidenedBf16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
+Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
                         void* scratch) const {
   const Impl& d = *impl_;
   M = rows_taken(M);
@@ -185,7 +185,7 @@ Status WidenedBf16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int 
   return Status::Ok();
 }
 
-std::string WidenedBf16::implementation(int M) const {
+std::string Widened16::implementation(int M) const {
   const Impl& d = *impl_;
   M = rows_taken(M);
   std::string out;
@@ -193,7 +193,7 @@ std::string WidenedBf16::implementation(int M) const {
     const int rows = r0 < M ? d.classes[d.largest_class(M - r0)] : 0;
     if (rows != last && count) {
       if (!out.empty()) out += " + ";
-      out += "oneDNN:" + d.full.impl + " on bf16 widened per " + std::to_string(d.full.cols) + " columns×" +
+      out += "oneDNN:" + d.full.impl + " on " + (d.f16 ? "f16" : "bf16") + " widened per " + std::to_string(d.full.cols) + " columns×" +
              std::to_string(last) + (count > 1 ? "×" + std::to_string(count) : "");
       count = 0;
     }

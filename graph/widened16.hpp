@@ -1,0 +1,65 @@
+// BF16 and F16 weights in prefill as an fp32 GEMM: the stored 16-bit rows widened to
+// fp32 (exactly), a chunk of output columns at a time, then oneDNN's f32 matmul on the
+// chunk. Used for
+//   - F16 on an AVX-512 plan: oneDNN 2.6 has no f16 matmul, and the registry kernel
+//     (one weight row at a time) ran F16 prefill at ~24 GFLOP/s a core on an Intel host
+//     where BF16 ran at 212 (bench/README.md, "Session 15");
+//   - BF16 where oneDNN's bf16 matmul (vdpbf16ps) runs BELOW the fp32 FMA rate: Intel
+//     without AMX exposed (Projection::prepare_bf16_onednn, quant::cpu_bf16_dot_slow).
+//     Measured on one (family 6, model 207, AMX hidden by the VM; 2026-12-03, 1 thread):
+//     the peak probe's bf16 dot 82 GFLOP/s against 166 for fp32 FMA; oneDNN 2.6 bf16
+//     matmul (brg:avx512_core_bf16) 75-83 GFLOP/s, f32 (brg:avx512_core) 135-170 on the
+//     same 512×768×{768,2048} shapes; 2 threads, 128-column chunks, 193-242 against 145-153.
+//
+// The chunk is widened into plain [cols][K] rows (the KV cache's converters,
+// kernels/convert) and handed to oneDNN as a `ba` K×cols matrix: its brgemm packs that
+// itself, and widening into its blocked layout with oneDNN's reorder was no faster for
+// bf16 (4.6 GB/s) and has no fast f16 path (simple:any, 100× slower). Nothing is kept
+// but the stored rows (the bf16 matmul keeps a blocked bf16 copy, K·N·2 bytes more); the
+// chunk lives in scratch, K·cols·4 bytes ≤ 1 MiB, in L2 while every input row passes it.
+// Inputs stay fp32 (the bf16 matmul rounds them to bf16), so each output differs from
+// the float64 product of the stored weights only by the fp32 rounding of the sums.
+//
+// Made once per projection (primitives for every row class and both chunk widths);
+// run() executes them, with no allocation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "headwise/status.hpp"
+#include "kernels/matmul/linear.hpp"
+
+namespace headwise::graph {
+
+class Widened16 {
+ public:
+  static constexpr int kMinRows = 16;  // row classes 16, 32, .., kMaxRows; below: the small kernel
+  static constexpr int kMaxRows = 1024;
+
+  // w: [N][K] rows of `type` (bf16 or f16; read at every call: must outlive this), bias:
+  // N floats or null (copied), isa: the widening's. *out stays null when oneDNN has no
+  // fast f32 matmul here (a reference implementation): the caller keeps its other paths.
+  static Status create(kernels::WeightType type, const uint16_t* w, int K, int N, const float* bias,
+                       kernels::Isa isa, std::unique_ptr<Widened16>* out);
+  ~Widened16();
+
+  // The rows of M that run() computes: M rounded down to a multiple of kMinRows (as
+  // classes of 16..1024 rows); the rest (fewer than 16) is the caller's.
+  static int rows_taken(int M) { return M / kMinRows * kMinRows; }
+  // Scratch for run() with up to `rows` rows (monotone in rows).
+  size_t scratch_bytes(int rows) const;
+  // y(M×N) = x·W (+ b) for M = rows_taken(M) rows; x rows ldx floats apart (ldx ≠ K is
+  // staged through kMinRows rows at a time), y rows ldy apart.
+  Status run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads, void* scratch) const;
+  // What M rows run on, e.g. "oneDNN:brg:avx512_core on bf16 widened per 128 columns×512".
+  std::string implementation(int M) const;
+
+ private:
+  struct Impl;
+  explicit Widened16(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace headwise::graph
