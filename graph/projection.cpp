@@ -199,8 +199,10 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
   }
   // F16 prefill on AVX-512: oneDNN's f32 matmul on rows widened per call (widened16.hpp);
   // its registry kernel reads one weight row at a time (~24 GFLOP/s a core). Null when
-  // oneDNN has no fast f32 matmul here: the registry kernel takes every row count.
-  if (type == kernels::WeightType::f16 && isa == kernels::Isa::avx512) {
+  // oneDNN has no fast f32 matmul here: the registry kernel takes every row count. Only
+  // while the stored rows are kept: on an AVX-512 CPU without VNNI/BF16 the avx2 kernel
+  // (16-row panels) is chosen and the rows are repacked into its panels.
+  if (type == kernels::WeightType::f16 && isa == kernels::Isa::avx512 && !pw.repacked) {
     const Status s = Widened16::create(type, static_cast<const uint16_t*>(pw.data), K, N, p->bias_, isa, &p->widen_);
     if (!s.ok()) return s;
   }
