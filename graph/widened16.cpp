@@ -157,7 +157,7 @@ size_t Widened16::scratch_bytes(int rows) const {
 }
 
 Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
-                        void* scratch) const {
+                      void* scratch) const {
   const Impl& d = *impl_;
   M = rows_taken(M);
   if (M <= 0) return Status::Ok();
@@ -165,7 +165,7 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
   char* pad_p = static_cast<char*>(scratch);
   void* wbuf = pad_p + round64(d.pad);
   auto* dbuf = reinterpret_cast<float*>(static_cast<char*>(wbuf) + d.wchunk_bytes());
-  auto* xs = reinterpret_cast<float*>(reinterpret_cast<char*>(dbuf) + round64(size_t(most) * d.full.cols * 4));
+  auto* xs = reinterpret_cast<float*>(reinterpret_cast<char*>(dbuf) + round64(size_t(most) * d.full.cols * sizeof(float)));
   try {
     ScopedOmpThreads omp_threads(threads);
     thread_local dnnl::stream stream(cpu_engine());
@@ -180,7 +180,8 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
     }
     stream.wait();
   } catch (const dnnl::error& e) {
-    return Status(StatusCode::internal, std::string("oneDNN widened bf16 matmul failed: ") + e.what());
+    return Status(StatusCode::internal, std::string("oneDNN matmul on widened ") + (d.f16 ? "f16" : "bf16") +
+                                            " weights failed: " + e.what());
   }
   return Status::Ok();
 }
@@ -193,8 +194,9 @@ std::string Widened16::implementation(int M) const {
     const int rows = r0 < M ? d.classes[d.largest_class(M - r0)] : 0;
     if (rows != last && count) {
       if (!out.empty()) out += " + ";
-      out += "oneDNN:" + d.full.impl + " on " + (d.f16 ? "f16" : "bf16") + " widened per " + std::to_string(d.full.cols) + " columns×" +
-             std::to_string(last) + (count > 1 ? "×" + std::to_string(count) : "");
+      out += "oneDNN:" + d.full.impl + " on " + (d.f16 ? "f16" : "bf16") + " widened per " +
+             std::to_string(d.full.cols) + " columns×" + std::to_string(last) +
+             (count > 1 ? "×" + std::to_string(count) : "");
       count = 0;
     }
     if (r0 == M) break;
