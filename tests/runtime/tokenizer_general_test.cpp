@@ -116,6 +116,10 @@ TEST(TokenizerHfErrors, NameTheCulprit) {
        "decoder type 'WordPiece'"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a q"]}})", "merge 0"},
       {R"({"model": {"type": "BPE", "vocab": {"a": -4}, "merges": []}})", "out of range"},
+      // ids far past the tokens named (the id table would be sized by the largest)
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 13065789}, "merges": []}})", "ids run up to 13065789"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+           "added_tokens": [{"id": 70000, "content": "<x>"}]})", "ids run up to 70000"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
            "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated"}})",
        "does not compile"},
