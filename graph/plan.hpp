@@ -59,10 +59,8 @@ struct Plan {
   std::vector<float> rope_cos, rope_sin;  // (max_seq_len, head_dim/2)
   size_t packed_weight_bytes = 0;
 
-  // Floats per position of K (and of V) in a KV-cache slot. A slot holds K for every
-  // position, then V: each is (max_context, kv_width), rows dense, so the K and V
-  // projections write into the cache with the row stride of a plain [M][N] output
-  // (oneDNN 2.6 falls back to its reference matmul for any other output stride).
+  // Elements per position of K (and of V) in a KV-cache slot: kv_heads · head_dim. The
+  // slot layouts (fp32 position-major, 16-bit in tiles) are SessionBuffers::kv_view's.
   int kv_width() const { return graph.settings.n_kv_heads * graph.settings.head_dim; }
 
   // Scratch any projection, or group of them (linear_run) on `threads` threads, needs

@@ -46,11 +46,9 @@ class Run {
     const Group& grp = g_.groups[g_.values[v].group];
     if (grp.kv_slot >= 0 && s_.seqs.size() == 1 && s_.seqs[0].buf->kv_type == KvType::f32) {
       const StepSeq& q = s_.seqs[0];
-      const int64_t ld = SessionBuffers::kv_row_stride(plan_);
-      float* base = reinterpret_cast<float*>(grp.kv_part ? q.buf->v_slot(plan_, grp.kv_slot)
-                                                         : q.buf->k_slot(plan_, grp.kv_slot)) +
-                    size_t(q.pos0) * ld;
-      return {base, ld};
+      const SessionBuffers::KvView kv = q.buf->kv_view(plan_, grp.kv_slot);  // fp32: position-major
+      float* base = reinterpret_cast<float*>(grp.kv_part ? kv.v : kv.k) + kv.offset(q.pos0, 0);
+      return {base, kv.st};
     }
     return {s_.arena + grp.offset * s_.M, grp.cols};
   }
@@ -287,25 +285,26 @@ class Run {
 
   Status sequence_attention(const Node& n, const StepSeq& sq, int threads) const {
     const View q = at(n.in[0]), k = at(n.in[1]), v = at(n.in[2]), o = at(n.out[0]);
-    const int kvw = plan_.kv_width();
+    const int kvw = plan_.kv_width(), D = n.head_dim;
     const KvType kt = sq.buf->kv_type;
-    const int64_t ld = SessionBuffers::kv_row_stride(plan_);  // elements from one position to the next
-    const size_t pos_bytes = size_t(ld) * kv_type_bytes(kt);
-    char* kc = sq.buf->k_slot(plan_, n.kv_slot);  // (max_context, kv_width) of kv_type, rows ld apart
-    char* vc = sq.buf->v_slot(plan_, n.kv_slot);
+    const size_t eb = kv_type_bytes(kt);
+    const SessionBuffers::KvView kv = sq.buf->kv_view(plan_, n.kv_slot);
     if (s_.seqs.size() > 1 || kt != KvType::f32) {
       // Batched step or 16-bit cache: this sequence's new K/V rows go from the arena to
-      // its cache (copied, or rounded to nearest even).
-      for (int r = 0; r < sq.rows; ++r) {
-        kernels::store_kv(kv_, kt, k.p + (sq.row0 + r) * k.stride, kc + (sq.pos0 + r) * pos_bytes, kvw);
-        kernels::store_kv(kv_, kt, v.p + (sq.row0 + r) * v.stride, vc + (sq.pos0 + r) * pos_bytes, kvw);
-      }
+      // its cache (copied, or rounded to nearest even), head by head where it is tiled.
+      const int pieces = kv.stile ? n.kv_heads : 1, len = kv.stile ? D : kvw;
+      for (int r = 0; r < sq.rows; ++r)
+        for (int h = 0; h < pieces; ++h) {
+          const size_t off = size_t(kv.offset(sq.pos0 + r, h)) * eb;
+          kernels::store_kv(kv_, kt, k.p + (sq.row0 + r) * k.stride + h * D, kv.k + off, len);
+          kernels::store_kv(kv_, kt, v.p + (sq.row0 + r) * v.stride + h * D, kv.v + off, len);
+        }
     }
     // The graph checked the shapes when it was built; the plan chose the kernel.
     kernels::AttnProblem p;
     p.q = {q.p + sq.row0 * q.stride, 0, q.stride, n.head_dim};
-    p.k = {kc, 0, ld, n.head_dim};
-    p.v = {vc, 0, ld, n.head_dim};
+    p.k = {kv.k, 0, kv.st, kv.sh, kv.stile};
+    p.v = {kv.v, 0, kv.st, kv.sh, kv.stile};
     p.o = {o.p + sq.row0 * o.stride, 0, o.stride, n.head_dim};
     p.q_len = sq.rows;
     p.kv_len = sq.pos0 + sq.rows;
@@ -340,18 +339,20 @@ class Run {
       tap.q = p.q.data;
       tap.q_stride = q.stride;
       if (kt == KvType::f32) {
-        tap.k = reinterpret_cast<const float*>(kc);
-        tap.v = reinterpret_cast<const float*>(vc);
-        tap.kv_stride = ld;
-      } else {  // analysis only: hand the hook the cache widened to fp32 (exact)
+        tap.k = reinterpret_cast<const float*>(kv.k);
+        tap.v = reinterpret_cast<const float*>(kv.v);
+        tap.kv_stride = kv.st;
+      } else {  // analysis only: hand the hook the cache widened to fp32 (exact), rows dense
         thread_local std::vector<float> kw, vw;
         const size_t nel = size_t(p.kv_len) * kvw;
         kw.resize(nel);
         vw.resize(nel);
-        for (int t = 0; t < p.kv_len; ++t) {
-          kernels::load_kv(kv_, kt, kc + t * pos_bytes, kw.data() + size_t(t) * kvw, kvw);
-          kernels::load_kv(kv_, kt, vc + t * pos_bytes, vw.data() + size_t(t) * kvw, kvw);
-        }
+        for (int t = 0; t < p.kv_len; ++t)
+          for (int h = 0; h < n.kv_heads; ++h) {
+            const size_t off = size_t(kv.offset(t, h)) * eb, to = size_t(t) * kvw + size_t(h) * D;
+            kernels::load_kv(kv_, kt, kv.k + off, kw.data() + to, D);
+            kernels::load_kv(kv_, kt, kv.v + off, vw.data() + to, D);
+          }
         tap.k = kw.data();
         tap.v = vw.data();
         tap.kv_stride = kvw;

@@ -24,7 +24,8 @@ Status SessionBuffers::create(const graph::Plan& plan, int max_context, int max_
   b->max_context = max_context;
   b->kv_type = kv_type;
   b->kv_bytes = size_t(g.kv_slots) * 2 * max_context * plan.kv_width() * kv_type_bytes(kv_type);
-  const size_t kv = (b->kv_bytes + sizeof(float) - 1) / sizeof(float);  // in floats
+  const size_t kv_alloc = size_t(g.kv_slots) * 2 * b->kv_positions() * plan.kv_width() * kv_type_bytes(kv_type);
+  const size_t kv = (kv_alloc + sizeof(float) - 1) / sizeof(float);  // in floats
   const size_t arena = size_t(g.arena_cols) * max_chunk;
   const size_t logits = size_t(all_logits ? max_chunk : 1) * g.settings.vocab_size;
   if (!b->kv.resize(kv) || !b->arena.resize(arena) || !b->logits.resize(logits) ||

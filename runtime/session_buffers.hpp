@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/plan.hpp"
+#include "kernels/attention/attention.hpp"
 #include "headwise/kv_type.hpp"
 #include "headwise/status.hpp"
 
@@ -32,9 +33,8 @@ class AlignedFloats {
 };
 
 struct SessionBuffers {
-  AlignedFloats kv;      // (kv_slots, max_context, 2, kv_heads · head_dim) elements of
-                         // kv_type: each position's K row, then its V row (16-bit types
-                         // use half the floats); see k_slot
+  AlignedFloats kv;      // (kv_slots, kv_positions(), 2, kv_heads · head_dim) elements
+                         // of kv_type, laid out as kv_view says
   AlignedFloats arena;   // (arena_cols · max_chunk): group g at offset_g · rows
   AlignedFloats logits;  // (max_chunk if all_logits else 1, vocab)
   std::vector<int32_t> pos;  // (max_chunk,) position of each row of a step
@@ -58,21 +58,51 @@ struct SessionBuffers {
 
   static Status create(const graph::Plan& plan, int max_context, int max_chunk,
                        bool all_logits, KvType kv_type, int threads, std::unique_ptr<SessionBuffers>* out);
-  // K and V of a slot: position 0's K row and V row (kv_width elements of kv_type each);
-  // position t's rows are t · kv_row_stride(plan) elements further on. The two alternate
-  // position by position, so decode attention, which reads a block of positions' K rows
-  // and then the same positions' V rows, reads one forward stream rather than two
-  // regions max_context rows apart. Measured (`headwise bench FILE --by-layer`, f16 cache,
-  // 512 + 128 tokens, 2 threads, the two layouts alternating): llama-134m Q4_0's decode
-  // attention 31.9-32.7 → 27.8-28.9 ms per layer and 256 calls (3 rounds), BF16's
-  // 38.0-39.7 → 34.8-34.9, llama-1b-like Q4_K_M's GQA 47.9-48.9 → 46.6-47.7 (2 rounds);
-  // prefill and an f32 cache unchanged.
-  char* k_slot(const graph::Plan& plan, int slot) const {
-    return reinterpret_cast<char*>(kv.data()) +
-           size_t(2 * slot) * max_context * plan.kv_width() * kv_type_bytes(kv_type);
+  // The cache of one attention node (slot), in kv_type elements.
+  //
+  // fp32: position-major, each position's K row then its V row (kv_width elements each),
+  // rows kv_row_stride(plan) apart: a single-sequence step's K and V projections write
+  // into it in place (runtime/executor.cpp, at()), so it keeps their row layout.
+  //
+  // 16-bit: tiles of kernels::kKvTileRows positions, each tile every head's 16 K rows
+  // (head-major: head h's rows adjacent), then the same for V. Decode attention reads a
+  // tile's K head by head and then its V, so the whole cache is read front to back. It
+  // was position-major as fp32 is: there, reading a block's K rows (every second 1.5 KiB
+  // of llama-134m's cache) and then going back for its V rows ran at a third to half of
+  // a sequential read, whatever was prefetched — the hardware prefetchers follow runs of
+  // lines, not a stride with gaps. Measured by a read-only loop over that layout and
+  // order (`headwise bench` numbers in bench/README.md, session 18).
+  struct KvView {
+    char* k = nullptr;  // position 0, head 0 of K
+    char* v = nullptr;  // position 0, head 0 of V
+    int64_t st = 0, sh = 0, stile = 0;  // element strides: position, head, tile (0: none)
+    // Elements from k (or v) to position t, head h.
+    int64_t offset(int t, int h) const {
+      const int64_t pos = stile ? (t / kernels::kKvTileRows) * stile + (t % kernels::kKvTileRows) * st : t * st;
+      return pos + h * sh;
+    }
+  };
+  // Positions allocated per slot: max_context, rounded up to whole tiles when 16-bit.
+  int kv_positions() const {
+    if (kv_type == KvType::f32) return max_context;
+    return (max_context + kernels::kKvTileRows - 1) / kernels::kKvTileRows * kernels::kKvTileRows;
   }
-  char* v_slot(const graph::Plan& plan, int slot) const {
-    return k_slot(plan, slot) + size_t(plan.kv_width()) * kv_type_bytes(kv_type);
+  KvView kv_view(const graph::Plan& plan, int slot) const {
+    const int64_t w = plan.kv_width(), eb = kv_type_bytes(kv_type);
+    KvView s;
+    s.k = reinterpret_cast<char*>(kv.data()) + size_t(2 * slot) * kv_positions() * w * eb;
+    if (kv_type == KvType::f32) {
+      s.v = s.k + w * eb;
+      s.st = kv_row_stride(plan);
+      s.sh = plan.graph.settings.head_dim;
+    } else {
+      const int64_t D = plan.graph.settings.head_dim;
+      s.v = s.k + kernels::kKvTileRows * w * eb;
+      s.st = D;
+      s.sh = kernels::kKvTileRows * D;
+      s.stile = 2 * kernels::kKvTileRows * w;
+    }
+    return s;
   }
   static int64_t kv_row_stride(const graph::Plan& plan) { return 2 * int64_t(plan.kv_width()); }
 };

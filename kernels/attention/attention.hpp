@@ -35,13 +35,25 @@ struct Strided {
   const float* at(int b, int t, int h) const { return data + b * sb + t * st + h * sh; }
 };
 
+// Positions per tile of a tiled K/V layout (StridedKv::stile): a multiple of every
+// kernel's vector width and of the decode chunk grain, so the kernels' groups of keys
+// never straddle two tiles.
+constexpr int kKvTileRows = 16;
+
 // K or V: elements of AttnProblem::kv_type (float or uint16_t), strides in elements.
+// Plain (stile == 0): position t at t·st. Tiled (stile > 0): positions come in tiles of
+// kKvTileRows, t at (t / kKvTileRows)·stile + (t % kKvTileRows)·st — the session's
+// 16-bit cache, where each tile holds every head's 16 K rows (head-major) and then their
+// V rows, so decode reads the cache front to back (see runtime/session_buffers.hpp).
+// Within a tile, and for any t when plain, row t + i is i·st past row t.
 struct StridedKv {
   const void* data = nullptr;
   int64_t sb = 0, st = 0, sh = 0;
+  int64_t stile = 0;
   template <class T>
   const T* at(int b, int t, int h) const {
-    return static_cast<const T*>(data) + b * sb + t * st + h * sh;
+    const int64_t pos = stile ? (t / kKvTileRows) * stile + (t % kKvTileRows) * st : t * st;
+    return static_cast<const T*>(data) + b * sb + pos + h * sh;
   }
 };
 

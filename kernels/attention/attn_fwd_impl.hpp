@@ -250,34 +250,36 @@ struct AttnFwd {
 
     for (int k0 = 0; k0 < kend; k0 += KT) {
       const int nk = std::min(KT, kend - k0);
-      const T* kt = p.k.at<T>(b, k0, hk);
-      const T* vt = p.v.at<T>(b, k0, hk);
-      const int64_t kst = p.k.st, vst = p.v.st;
-
       // Ask for the next tile's K and V rows now (into L2): a head's K and V exceed L2
-      // for long sequences, and every query tile streams them again.
+      // for long sequences, and every query tile streams them again. (Row by row: a
+      // tiled 16-bit cache is not one stride apart across its tiles.)
       if (k0 + KT < kend) {
         const int nn = std::min(KT, kend - k0 - KT);
-        for (int j = 0; j < nn; ++j)
+        for (int j = 0; j < nn; ++j) {
+          const T* kn = p.k.at<T>(b, k0 + KT + j, hk);
+          const T* vn = p.v.at<T>(b, k0 + KT + j, hk);
           for (int d = 0; d < D; d += kPrefetchStep) {
-            __builtin_prefetch(kt + (KT + j) * kst + d, 0, 2);
-            __builtin_prefetch(vt + (KT + j) * vst + d, 0, 2);
+            __builtin_prefetch(kn + d, 0, 2);
+            __builtin_prefetch(vn + d, 0, 2);
           }
+        }
       }
 
-      // The tile as fp32 rows: the cache itself, or (16-bit) its widened copy.
+      // The tile as fp32 rows: the cache itself (fp32, plain strides), or (16-bit) its
+      // widened copy.
       const float* kbase;
       const float* vbase;
       int64_t ks, vs_;
       if constexpr (kWide) {
         using L = simd::Widen<S, E>;
         for (int j = 0; j < nk; ++j) {
-          L::row(kt + j * kst, Kt + size_t(j) * D, D);
-          L::row(vt + j * vst, Vt + size_t(j) * D, D);
+          L::row(p.k.at<T>(b, k0 + j, hk), Kt + size_t(j) * D, D);
+          L::row(p.v.at<T>(b, k0 + j, hk), Vt + size_t(j) * D, D);
         }
         kbase = Kt, vbase = Vt, ks = D, vs_ = D;
       } else {
-        kbase = kt, vbase = vt, ks = kst, vs_ = vst;
+        assert(p.k.stile == 0 && p.v.stile == 0);  // an fp32 cache is read in place
+        kbase = p.k.at<T>(b, k0, hk), vbase = p.v.at<T>(b, k0, hk), ks = p.k.st, vs_ = p.v.st;
       }
 
       if (!p.causal || k0 + nk - 1 <= q_pos0 || W == 1) {

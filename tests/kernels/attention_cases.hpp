@@ -88,6 +88,31 @@ struct AttnData {
     return p;
   }
 
+  // The same problem over a copy of K and V in the session's tiled 16-bit layout
+  // (runtime/session_buffers.hpp, kv_view: tiles of kKvTileRows positions, each every
+  // head's K rows head-major, then V; Tk rounded up to whole tiles), made on first use.
+  std::vector<uint16_t> tiled_f16, tiled_bf16;
+  AttnProblem tiled_problem(bool causal, float* o, KvType kv) {
+    AttnProblem p = problem(causal, o, kv);
+    const int R = kernels::kKvTileRows, tiles = (Tk + R - 1) / R;
+    const int64_t st = D, sh = int64_t(R) * D, stile = 2 * int64_t(R) * Hkv * D, sb = tiles * stile;
+    std::vector<uint16_t>& t = kv == KvType::f16 ? tiled_f16 : tiled_bf16;
+    if (t.empty()) {
+      t.assign(size_t(B) * sb, 0xFFFF);  // NaN in the padding: a read past Tk shows
+      for (int b = 0; b < B; ++b)
+        for (int pos = 0; pos < Tk; ++pos)
+          for (int h = 0; h < Hkv; ++h)
+            for (int d = 0; d < D; ++d) {
+              const int64_t at = b * sb + (pos / R) * stile + (pos % R) * st + h * sh + d;
+              t[at] = p.k.at<uint16_t>(b, pos, h)[d];
+              t[at + int64_t(R) * Hkv * D] = p.v.at<uint16_t>(b, pos, h)[d];
+            }
+    }
+    p.k = {t.data(), sb, st, sh, stile};
+    p.v = {t.data() + int64_t(R) * Hkv * D, sb, st, sh, stile};
+    return p;
+  }
+
   float max_abs_v() const {
     float m = 0.0f;
     for (int b = 0; b < B; ++b)

@@ -3,8 +3,8 @@
 // float64 reference, over the sweep the kernels promise:
 // head_dim 1..256, sequence lengths around every tile edge, causal and bidirectional,
 // MHA/GQA/MQA, batches, strided inputs from one fused QKV buffer, decode against long
-// caches, padded batches; each with an fp32, f16 and bf16 K/V cache, against the
-// reference on the same rounded K/V. Tolerance: max abs error ≤ 1e-5 · max|V|.
+// caches, padded batches; each with an fp32, f16 and bf16 K/V cache (16-bit also in the
+// session's tiled layout), against the reference on the same rounded K/V. Tolerance: max abs error ≤ 1e-5 · max|V|.
 #include <sstream>
 
 #include "tests/kernels/attention_cases.hpp"
@@ -52,16 +52,21 @@ TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
       std::vector<AttnPath> paths = {AttnPath::prefill};
       if (c.Tq <= 64) paths.push_back(AttnPath::decode);
       for (AttnPath path : paths)
-        for (int threads : {1, 2}) {
-          // The work split does not depend on the element type: 16-bit runs take 2 threads.
-          if (kv != KvType::f32 && threads == 1) continue;
-          std::fill(data.out.begin(), data.out.end(), NAN);
-          run_kernel(k, data.problem(c.causal, data.out.data(), kv), threads, path);
-          EXPECT_LE(max_abs_diff(data.out, data.ref), tol)
-              << k.name << (path == AttnPath::decode ? " decode" : " prefill")
-              << " threads=" << threads << " kv=" << kv_type_name(kv);
-          ++ran;
-        }
+        for (int threads : {1, 2})
+          for (bool tiled : {false, true}) {
+            // The work split does not depend on the element type: 16-bit runs take 2
+            // threads; they read the plain layout and the session's tiled one.
+            if (kv != KvType::f32 && threads == 1) continue;
+            if (kv == KvType::f32 && tiled) continue;
+            std::fill(data.out.begin(), data.out.end(), NAN);
+            run_kernel(k, tiled ? data.tiled_problem(c.causal, data.out.data(), kv)
+                                : data.problem(c.causal, data.out.data(), kv),
+                       threads, path);
+            EXPECT_LE(max_abs_diff(data.out, data.ref), tol)
+                << k.name << (path == AttnPath::decode ? " decode" : " prefill") << " threads=" << threads
+                << " kv=" << kv_type_name(kv) << (tiled ? " tiled" : "");
+            ++ran;
+          }
     }
   }
   EXPECT_GT(ran, 0);

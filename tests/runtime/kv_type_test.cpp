@@ -211,5 +211,49 @@ TEST(KvType, CacheBytesHookAndBadType) {
   EXPECT_NE(st.message().find("kv_type 3"), std::string::npos) << st.message();
 }
 
+// The hook's K/V of layer 0 (which a 16-bit cache cannot yet have changed: its inputs
+// are the embeddings) are the fp32 session's, rounded, at every position and head: the
+// tiled 16-bit layout (session_buffers.hpp) stores and reads back each (position, head)
+// where it belongs, across tiles (45 positions: two whole tiles of 16 and a partial one,
+// written by a 40-row prefill and then 5 single rows).
+TEST(KvType, SixteenBitCacheHoldsEveryPositionAndHead) {
+  auto m = synthetic_model("tiny");
+  const std::vector<int32_t> tokens = random_tokens(45, m->info().vocab_size, 3);
+  auto layer0 = [&](KvType kt, std::vector<float>* k, std::vector<float>* v) {
+    SessionOptions o;
+    o.max_context = 64;
+    o.kv_type = kt;
+    o.attention_hook = [&](const AttentionTap& t) {
+      if (t.layer != 0) return;
+      const int w = t.kv_heads * t.head_dim;
+      k->assign(size_t(t.kv_len) * w, 0.0f);
+      v->assign(size_t(t.kv_len) * w, 0.0f);
+      for (int j = 0; j < t.kv_len; ++j)
+        for (int i = 0; i < w; ++i) {
+          (*k)[size_t(j) * w + i] = t.k[j * t.kv_stride + i];
+          (*v)[size_t(j) * w + i] = t.v[j * t.kv_stride + i];
+        }
+    };
+    std::unique_ptr<Session> s;
+    ASSERT_TRUE(m->open_session(o, &s).ok());
+    ASSERT_TRUE(s->prefill(std::vector<int32_t>(tokens.begin(), tokens.begin() + 40)).ok());
+    for (int i = 40; i < 45; ++i) ASSERT_TRUE(s->prefill({tokens[i]}).ok());
+  };
+  std::vector<float> k32, v32;
+  layer0(KvType::f32, &k32, &v32);
+  ASSERT_EQ(k32.size(), size_t(45) * m->info().n_kv_heads * m->info().head_dim);
+  for (KvType kt : {KvType::f16, KvType::bf16}) {
+    std::vector<float> k, v;
+    layer0(kt, &k, &v);
+    ASSERT_EQ(k.size(), k32.size());
+    auto round = [&](float x) {
+      return kt == KvType::f16 ? kernels::f16_to_f32(kernels::f32_to_f16(x)) : kernels::bf16_to_f32(kernels::f32_to_bf16(x));
+    };
+    int wrong = 0;
+    for (size_t i = 0; i < k.size(); ++i) wrong += (k[i] != round(k32[i])) + (v[i] != round(v32[i]));
+    EXPECT_EQ(wrong, 0) << kv_type_name(kt);
+  }
+}
+
 }  // namespace
 }  // namespace headwise::test
