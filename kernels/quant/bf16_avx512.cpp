@@ -1,7 +1,8 @@
 // BF16 products on avx512: AVX512-BF16 vdpbf16ps multiplies 32 bf16 pairs into 16 fp32
 // sums per instruction; the tail is a masked load (zeros add nothing).
-// The rows are asked for 8 KiB ahead with one non-temporal prefetch a line (as the Q8_0
-// and Q4_0 panels, dot_x86.hpp's ahead_nta) rather than ahead()'s L1 + L2 pair: on the
+// The rows are asked for 8 KiB ahead with one non-temporal prefetch a line (dot_x86.hpp's
+// ahead_nta, which the Q8_0 and Q4_0 panels used until session 18) rather than ahead()'s
+// L1 + L2 pair: on the
 // Zen 5 host, 2 threads, each call from DRAM (6 copies in turn), 768 × 32000 rows went
 // 46-49 → 51-52 GB/s and 2048 × 8192 45-53 → 54-57 (probe 50-55, 3-4 alternations), and
 // llama-134m BF16 decode (headwise bench, P512) 186-194 → 205-212 tok/s.

@@ -60,8 +60,14 @@ inline void ahead(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + kAheadBytes, _MM_HINT_T0);
   _mm_prefetch(static_cast<const char*>(p) + kFarBytes, _MM_HINT_T1);
 }
-// The 8-row panels of Q8_0 and Q4_0 (interleave_x86.hpp), read front to back: one
-// non-temporal request 8 KiB ahead (as peak_probe's read loop) instead.
+// BF16 rows on AVX-512 (bf16_avx512.cpp): one non-temporal request 8 KiB ahead (as
+// peak_probe's read loop) instead. The Q8_0 and Q4_0 panels (interleave_x86.hpp) took it
+// too, from a Zen 5 measurement (llama-134m decode Q8_0 357 -> 381 tok/s, Q4_0 468 -> 507)
+// made while decode attention read the 16-bit cache out of order; with the tiled cache
+// (session 18) ahead()'s pair is the faster there on Zen 4 by far: llama-134m decode at
+// P512 (headwise bench, 2 threads, f16 cache, 3 alternating rounds) Q8_0 155-188 -> 208-233
+// tok/s, Q4_0 219-252 -> 324-358 (projections 2.3-2.7 -> 1.3-1.5 ms a step). BF16 rows
+// measured within noise there (135-145 either way), so they keep the Zen 5 choice.
 constexpr int kNtaBytes = 8192;
 inline void ahead_nta(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kNtaBytes, _MM_HINT_NTA); }
 

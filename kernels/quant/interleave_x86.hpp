@@ -183,15 +183,15 @@ void panel_gemv(const uint8_t* panels, int64_t nb, int64_t p0, int64_t p1, int64
     int64_t b = 0;
     if constexpr (P::kDecodePairs) {
       for (; b + 1 < nb; b += 2) {
-        for (size_t o = 0; o < 2 * qstep; o += 64) ahead_nta(q + size_t(b) * qstep + o);
-        if ((b & 3) == 0) ahead_nta(s + 16 * b);
+        for (size_t o = 0; o < 2 * qstep; o += 64) ahead(q + size_t(b) * qstep + o);
+        if ((b & 3) == 0) ahead(s + 16 * b);
         acc0 = one(b, acc0);
         acc1 = one(b + 1, acc1);
       }
     }
     for (; b < nb; ++b) {
-      for (size_t o = 0; o < qstep; o += 64) ahead_nta(q + size_t(b) * qstep + o);
-      if ((b & 3) == 0) ahead_nta(s + 16 * b);
+      for (size_t o = 0; o < qstep; o += 64) ahead(q + size_t(b) * qstep + o);
+      if ((b & 3) == 0) ahead(s + 16 * b);
       acc0 = one(b, acc0);
     }
     store_rows(y + p * kPanelRows, _mm256_add_ps(acc0, acc1), int(std::min<int64_t>(kPanelRows, N - p * kPanelRows)));
@@ -292,12 +292,12 @@ void panel_gemv_z(const uint8_t* panels, int64_t nb, int64_t p0, int64_t p1, int
     int64_t b = 0;
     for (; b + 1 < nb; b += 2) {
       for (size_t o = 0; o < 2 * qstep; o += 64) {
-        ahead_nta(q0 + size_t(b) * qstep + o);
-        ahead_nta(q1 + size_t(b) * qstep + o);
+        ahead(q0 + size_t(b) * qstep + o);
+        ahead(q1 + size_t(b) * qstep + o);
       }
       if ((b & 3) == 0) {
-        ahead_nta(s0 + 16 * b);
-        ahead_nta(s1 + 16 * b);
+        ahead(s0 + 16 * b);
+        ahead(s1 + 16 * b);
       }
       acc0 = one(b, acc0);
       acc1 = one(b + 1, acc1);
