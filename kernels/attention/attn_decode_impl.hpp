@@ -341,7 +341,9 @@ struct AttnDecode {
           s[j] = s[j] == -INFINITY ? 0.0f : std::exp2(s[j] - mx);
           tail += s[j];
         }
-        const float alpha = pr[0] == -INFINITY ? 0.0f : std::exp2(pr[0] - mx);
+        // α = 1 exactly when the running max stands (most blocks once a few are seen):
+        // no call to exp2 for it.
+        const float alpha = pr[0] == -INFINITY ? 0.0f : pr[0] == mx ? 1.0f : std::exp2(pr[0] - mx);
         pr[0] = mx;
         pr[1] = alpha * pr[1] + S::hsum(sum) + tail;
         if (alpha != 1.0f) {

@@ -148,7 +148,9 @@ void check_half(kernels::WeightType type, int M, int K, int N, bool bias, bool s
   if (M >= Projection::kMinClassRows) {
     EXPECT_EQ(impl.find("oneDNN") != std::string::npos, onednn) << impl;
     // F16: always widened; BF16: when the dot is slow and oneDNN's bf16 matmul is not on AMX
-    if (onednn) EXPECT_EQ(widened, f16 || (dot_slow && impl.find("amx") == std::string::npos)) << impl;
+    if (onednn) {
+      EXPECT_EQ(widened, f16 || (dot_slow && impl.find("amx") == std::string::npos)) << impl;
+    }
   }
   EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
   const int exact_rows = f16 ? M : widened ? M / 16 * 16 : 0;  // rows whose inputs stay fp32
