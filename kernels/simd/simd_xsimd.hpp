@@ -34,6 +34,20 @@ struct F32 {
   static inline V max(V a, V b) { return xsimd::max(a, b); }
   static inline float hsum(V a) { return xsimd::hadd(a); }
   static inline float hmax(V a) {
+    // A shuffle tree (4 levels on a zmm, 3 on a ymm) rather than 15 dependent scalar
+    // compares: decode attention takes one per query row and tile of keys.
+#if defined(__AVX512F__)
+    if constexpr (W == 16) return _mm512_reduce_max_ps(a);
+#endif
+#if defined(__AVX__)
+    if constexpr (W == 8) {
+      const __m256 x = a;
+      __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+      m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+      m = _mm_max_ss(m, _mm_movehdup_ps(m));
+      return _mm_cvtss_f32(m);
+    }
+#endif
     alignas(64) float t[W];
     a.store_aligned(t);
     float m = t[0];
