@@ -48,7 +48,7 @@ class Run {
       const StepSeq& q = s_.seqs[0];
       const SessionBuffers::KvView kv = q.buf->kv_view(plan_, grp.kv_slot);  // fp32: position-major
       float* base = reinterpret_cast<float*>(grp.kv_part ? kv.v : kv.k) + kv.offset(q.pos0, 0);
-      return {base, kv.st};
+      return {base, kv.layout.st};
     }
     return {s_.arena + grp.offset * s_.M, grp.cols};
   }
@@ -292,7 +292,7 @@ class Run {
     if (s_.seqs.size() > 1 || kt != KvType::f32) {
       // Batched step or 16-bit cache: this sequence's new K/V rows go from the arena to
       // its cache (copied, or rounded to nearest even), head by head where it is tiled.
-      const int pieces = kv.stile ? n.kv_heads : 1, len = kv.stile ? D : kvw;
+      const int pieces = kv.layout.stile ? n.kv_heads : 1, len = kv.layout.stile ? D : kvw;
       for (int r = 0; r < sq.rows; ++r)
         for (int h = 0; h < pieces; ++h) {
           const size_t off = size_t(kv.offset(sq.pos0 + r, h)) * eb;
@@ -303,8 +303,8 @@ class Run {
     // The graph checked the shapes when it was built; the plan chose the kernel.
     kernels::AttnProblem p;
     p.q = {q.p + sq.row0 * q.stride, 0, q.stride, n.head_dim};
-    p.k = {kv.k, 0, kv.st, kv.sh, kv.stile};
-    p.v = {kv.v, 0, kv.st, kv.sh, kv.stile};
+    p.k = kv.k_strided();
+    p.v = kv.v_strided();
     p.o = {o.p + sq.row0 * o.stride, 0, o.stride, n.head_dim};
     p.q_len = sq.rows;
     p.kv_len = sq.pos0 + sq.rows;
@@ -341,7 +341,7 @@ class Run {
       if (kt == KvType::f32) {
         tap.k = reinterpret_cast<const float*>(kv.k);
         tap.v = reinterpret_cast<const float*>(kv.v);
-        tap.kv_stride = kv.st;
+        tap.kv_stride = kv.layout.st;
       } else {  // analysis only: hand the hook the cache widened to fp32 (exact), rows dense
         thread_local std::vector<float> kw, vw;
         const size_t nel = size_t(p.kv_len) * kvw;

@@ -70,16 +70,22 @@ struct SessionBuffers {
   // was position-major as fp32 is: there, reading a block's K rows (every second 1.5 KiB
   // of llama-134m's cache) and then going back for its V rows ran at a third to half of
   // a sequential read, whatever was prefetched — the hardware prefetchers follow runs of
-  // lines, not a stride with gaps. Measured by a read-only loop over that layout and
-  // order (`headwise bench` numbers in bench/README.md, session 18).
+  // lines, not a stride with gaps (a read-only loop over both layouts and orders, and
+  // `headwise bench` before and after: bench/README.md, "Session 18").
   struct KvView {
     char* k = nullptr;  // position 0, head 0 of K
     char* v = nullptr;  // position 0, head 0 of V
-    int64_t st = 0, sh = 0, stile = 0;  // element strides: position, head, tile (0: none)
+    kernels::StridedKv layout;  // the strides (position, head, tile) both share; data unset
     // Elements from k (or v) to position t, head h.
-    int64_t offset(int t, int h) const {
-      const int64_t pos = stile ? (t / kernels::kKvTileRows) * stile + (t % kernels::kKvTileRows) * st : t * st;
-      return pos + h * sh;
+    int64_t offset(int t, int h) const { return layout.offset(0, t, h); }
+    kernels::StridedKv k_strided() const { return with(k); }
+    kernels::StridedKv v_strided() const { return with(v); }
+
+   private:
+    kernels::StridedKv with(const char* p) const {
+      kernels::StridedKv s = layout;
+      s.data = p;
+      return s;
     }
   };
   // Positions allocated per slot: max_context, rounded up to whole tiles when 16-bit.
@@ -89,18 +95,18 @@ struct SessionBuffers {
   }
   KvView kv_view(const graph::Plan& plan, int slot) const {
     const int64_t w = plan.kv_width(), eb = kv_type_bytes(kv_type);
+    const int64_t D = plan.graph.settings.head_dim;
     KvView s;
     s.k = reinterpret_cast<char*>(kv.data()) + size_t(2 * slot) * kv_positions() * w * eb;
     if (kv_type == KvType::f32) {
       s.v = s.k + w * eb;
-      s.st = kv_row_stride(plan);
-      s.sh = plan.graph.settings.head_dim;
+      s.layout.st = kv_row_stride(plan);
+      s.layout.sh = D;
     } else {
-      const int64_t D = plan.graph.settings.head_dim;
       s.v = s.k + kernels::kKvTileRows * w * eb;
-      s.st = D;
-      s.sh = kernels::kKvTileRows * D;
-      s.stile = 2 * kernels::kKvTileRows * w;
+      s.layout.st = D;
+      s.layout.sh = kernels::kKvTileRows * D;
+      s.layout.stile = 2 * kernels::kKvTileRows * w;
     }
     return s;
   }

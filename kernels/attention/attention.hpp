@@ -50,10 +50,14 @@ struct StridedKv {
   const void* data = nullptr;
   int64_t sb = 0, st = 0, sh = 0;
   int64_t stile = 0;
+  // Elements from data to (b, t, h).
+  int64_t offset(int b, int t, int h) const {
+    const int64_t pos = stile ? (t / kKvTileRows) * stile + (t % kKvTileRows) * st : t * st;
+    return b * sb + pos + h * sh;
+  }
   template <class T>
   const T* at(int b, int t, int h) const {
-    const int64_t pos = stile ? (t / kKvTileRows) * stile + (t % kKvTileRows) * st : t * st;
-    return static_cast<const T*>(data) + b * sb + pos + h * sh;
+    return static_cast<const T*>(data) + offset(b, t, h);
   }
 };
 
