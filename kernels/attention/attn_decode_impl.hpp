@@ -256,11 +256,10 @@ struct AttnDecode {
 
       // 1) sc(r, j) = Qs(r) · K(kb + j, hq / G); −inf where row r may not see the key.
       //    W keys at a time: their partial-sum vectors are reduced together by one
-      //    lane-wise horizontal sum instead of W separate ones. Key groups outer, rows
-      //    inner: a group's W cache rows (every head) are read before the next group's.
-      //    Within a tile's worth of keys (kKvTileRows), rows outer and key groups inner:
-      //    a tiled cache holds a head's rows of the tile together, so this reads it in
-      //    order (with W = 16 one group is the tile).
+      //    lane-wise horizontal sum instead of W separate ones. Tiles of kKvTileRows
+      //    keys outer, then rows, then the tile's key groups (one when W = 16): a tile's
+      //    cache rows (every head) are read before the next tile's, and a tiled cache,
+      //    which holds a head's rows of the tile together, is read in address order.
       const int nkw = D % W == 0 ? nk / W * W : 0;
       for (int jt = 0; jt < nkw && grouped; jt += kKvTileRows)
         each_row([&](int r0, int, int hk, int g) {  // rows r0 .. r0 + G − 1 share KV head hk
