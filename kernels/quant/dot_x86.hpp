@@ -68,6 +68,16 @@ inline void ahead(const void* p) {
 // P512 (headwise bench, 2 threads, f16 cache, 3 alternating rounds) Q8_0 155-188 -> 208-233
 // tok/s, Q4_0 219-252 -> 324-358 (projections 2.3-2.7 -> 1.3-1.5 ms a step). BF16 rows
 // measured within noise there (135-145 either way), so they keep the Zen 5 choice.
+// Only ahead()'s far request, into L2: the Q8_0/Q4_0 zmm pairs (interleave_x86.hpp) and
+// Q6_K's 16-row panels (panel_k_x86.hpp), whose decode loops issue more loads a byte than
+// the others; the L1 request a line cost them more than it won (session 19, Zen 4,
+// 2 threads, headwise bench --prompt-len 512, alternating env-switched rounds):
+// llama-134m Q8_0 decode 160-178 -> 184-209 tok/s (projections 485-540 -> 345-406 ms over
+// 128 steps, 3 rounds), Q4_0 within noise (projections 182-269 against 186-200 ms, 7
+// rounds); llama-1b-like Q4_K_M's Q6_K classifier 133-150 -> 115-119 ms over 64 steps,
+// all its projections 1313-1414 -> 1278-1330. The Q4_K/Q5_K pairs measured the other way
+// (far requests alone: projections 1342-1410 against 1091-1365 ms) and keep ahead().
+inline void ahead_far(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kFarBytes, _MM_HINT_T1); }
 constexpr int kNtaBytes = 8192;
 inline void ahead_nta(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kNtaBytes, _MM_HINT_NTA); }
 

@@ -292,12 +292,12 @@ void panel_gemv_z(const uint8_t* panels, int64_t nb, int64_t p0, int64_t p1, int
     int64_t b = 0;
     for (; b + 1 < nb; b += 2) {
       for (size_t o = 0; o < 2 * qstep; o += 64) {
-        ahead(q0 + size_t(b) * qstep + o);
-        ahead(q1 + size_t(b) * qstep + o);
+        ahead_far(q0 + size_t(b) * qstep + o);
+        ahead_far(q1 + size_t(b) * qstep + o);
       }
       if ((b & 3) == 0) {
-        ahead(s0 + 16 * b);
-        ahead(s1 + 16 * b);
+        ahead_far(s0 + 16 * b);
+        ahead_far(s1 + 16 * b);
       }
       acc0 = one(b, acc0);
       acc1 = one(b + 1, acc1);

@@ -82,17 +82,9 @@ inline __m128i load_16(const void* p) { return _mm_loadu_si128(static_cast<const
 inline void ahead_bytes(const uint8_t* p, int n) {
   for (int i = 0; i < n; i += 64) ahead(p + i);
 }
-// The same bytes asked for only kFarBytes ahead, into L2 (Q6_K's 16-row panels, V16).
-// Their decode loop issues more loads a byte than the others (3 vector loads and 4
-// broadcasts per 4 dots), and ahead()'s second request a line, into L1, cost more than
-// it won there: Zen 4, 2 threads, llama-1b-like Q4_K_M decode (headwise bench --threads 2
-// --prompt-len 512 --gen-len 64, 3 alternating rounds), the Q6_K classifier 133-150 ->
-// 115-119 ms over 64 steps, all projections 1313-1414 -> 1278-1330 ms; quant_bench
-// decode_stream/q6_K, 1 thread, 4 rounds, 17-22 -> 23-26 GB/s. The Q4_K/Q5_K pairs
-// (V16x2) measured the other way (far requests alone: projections 1342-1410 against
-// 1091-1365 ms) and keep both.
+// The same bytes asked for only into L2 (dot_x86.hpp's ahead_far): Q6_K's 16-row panels (V16).
 inline void ahead_far_bytes(const uint8_t* p, int n) {
-  for (int i = 0; i < n; i += 64) _mm_prefetch(reinterpret_cast<const char*>(p) + i + kFarBytes, _MM_HINT_T1);
+  for (int i = 0; i < n; i += 64) ahead_far(p + i);
 }
 
 // The vector operations of the tiles, one output row per 32-bit lane: V8 (one 8-row
