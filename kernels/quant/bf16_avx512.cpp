@@ -1,11 +1,7 @@
 // BF16 products on avx512: AVX512-BF16 vdpbf16ps multiplies 32 bf16 pairs into 16 fp32
 // sums per instruction; the tail is a masked load (zeros add nothing).
-// The rows are asked for 8 KiB ahead with one non-temporal prefetch a line (dot_x86.hpp's
-// ahead_nta, which the Q8_0 and Q4_0 panels used until session 18) rather than ahead()'s
-// L1 + L2 pair: on the
-// Zen 5 host, 2 threads, each call from DRAM (6 copies in turn), 768 × 32000 rows went
-// 46-49 → 51-52 GB/s and 2048 × 8192 45-53 → 54-57 (probe 50-55, 3-4 alternations), and
-// llama-134m BF16 decode (headwise bench, P512) 186-194 → 205-212 tok/s.
+// The rows are asked for ahead with dot_x86.hpp's ahead() (its note says why, and what it
+// replaced).
 #include "kernels/quant/dot_x86.hpp"
 #include "kernels/quant/linear_quant_impl.hpp"
 
@@ -18,8 +14,8 @@ float dot_bf16(const uint8_t* w, const uint8_t* xa, int64_t K) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   int64_t k = 0;
   for (; k + 64 <= K; k += 64) {
-    ahead_nta(h + k);
-    ahead_nta(h + k + 32);
+    ahead(h + k);
+    ahead(h + k + 32);
     acc0 = _mm512_dpbf16_ps(acc0, as_bh(_mm512_loadu_si512(h + k)), as_bh(_mm512_loadu_si512(x + k)));
     acc1 = _mm512_dpbf16_ps(acc1, as_bh(_mm512_loadu_si512(h + k + 32)), as_bh(_mm512_loadu_si512(x + k + 32)));
   }

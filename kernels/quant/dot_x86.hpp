@@ -60,14 +60,14 @@ inline void ahead(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + kAheadBytes, _MM_HINT_T0);
   _mm_prefetch(static_cast<const char*>(p) + kFarBytes, _MM_HINT_T1);
 }
-// BF16 rows on AVX-512 (bf16_avx512.cpp): one non-temporal request 8 KiB ahead (as
-// peak_probe's read loop) instead. The Q8_0 and Q4_0 panels (interleave_x86.hpp) took it
-// too, from a Zen 5 measurement (llama-134m decode Q8_0 357 -> 381 tok/s, Q4_0 468 -> 507)
-// made while decode attention read the 16-bit cache out of order; with the tiled cache
-// (session 18) ahead()'s pair is the faster there on Zen 4 by far: llama-134m decode at
-// P512 (headwise bench, 2 threads, f16 cache, 3 alternating rounds) Q8_0 155-188 -> 208-233
-// tok/s, Q4_0 219-252 -> 324-358 (projections 2.3-2.7 -> 1.3-1.5 ms a step). BF16 rows
-// measured within noise there (135-145 either way), so they keep the Zen 5 choice.
+// BF16 rows on AVX-512 (bf16_avx512.cpp) take ahead() too. Until session 19 they took one
+// non-temporal request 8 KiB ahead, chosen on the Zen 5 host (768 x 32000 rows 46-49 ->
+// 51-52 GB/s, llama-134m BF16 decode 186-194 -> 205-212 tok/s) while decode attention
+// read the 16-bit cache out of order, as did the Q8_0/Q4_0 panels until session 18. With
+// the tiled cache, on Zen 4 (2 threads, headwise bench --prompt-len 512, 7 alternating
+// env-switched rounds): llama-134m BF16 decode 106-124 -> 115-141 tok/s, projections
+// 731-885 -> 628-758 ms over 128 steps (one non-temporal round at 1318 left out), and
+// ahead() was the faster in 6 of the 7. Not re-measured on the Zen 5.
 // Only ahead()'s far request, into L2: the Q8_0/Q4_0 zmm pairs (interleave_x86.hpp) and
 // Q6_K's 16-row panels (panel_k_x86.hpp), whose decode loops issue more loads a byte than
 // the others; the L1 request a line cost them more than it won (session 19, Zen 4,
@@ -76,10 +76,9 @@ inline void ahead(const void* p) {
 // 128 steps, 3 rounds), Q4_0 within noise (projections 182-269 against 186-200 ms, 7
 // rounds); llama-1b-like Q4_K_M's Q6_K classifier 133-150 -> 115-119 ms over 64 steps,
 // all its projections 1313-1414 -> 1278-1330. The Q4_K/Q5_K pairs measured the other way
-// (far requests alone: projections 1342-1410 against 1091-1365 ms) and keep ahead().
+// (far requests alone: projections 1342-1410 against 1091-1365 ms) and keep ahead(), as
+// do BF16 rows (far alone: projections 645-784 ms in 3 rounds against ahead()'s 649-694).
 inline void ahead_far(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kFarBytes, _MM_HINT_T1); }
-constexpr int kNtaBytes = 8192;
-inline void ahead_nta(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kNtaBytes, _MM_HINT_NTA); }
 
 // An input row as int8 blocks (ActKind::q8a), exactly as prepare_activations rounds it
 // (act.cpp: d = amax / 127, q = round-to-even(x / d) clamped to ±127, which equals the
