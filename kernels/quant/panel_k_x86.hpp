@@ -34,19 +34,27 @@
 // 512 tokens, 2 threads, binaries alternating over 5 rounds, RA 5 445-519 tok/s, 4 491-562,
 // 3 539-971 (3 faster in every round); so every unpacked weight
 // vector feeds RA dots; a thread takes whole panels, inputs in chunks of 64 rows. The
-// avx2 entries read 8-row panels one per ymm (V8). On AVX-512, Q4_K and Q5_K take two
-// 8-row panels per zmm (V16x2: two loads and an insert per vector, two streams through
-// memory), Q6_K one 16-row panel per zmm (V16: one load). Measured on the Zen 4 this was
-// written on (AVX-512 at the 256-bit rate), zmm pairs against one panel per ymm: single
-// thread, K 2048 × N 2048 × 128 rows, Q4_K 4.6 → 2.9 ms, ~370 GOP/s of ~850 int8 peak;
+// avx2 entries read 8-row panels one per ymm (V8). On AVX-512, Q5_K takes two 8-row
+// panels per zmm (V16x2: two loads and an insert per vector, two streams through memory),
+// Q4_K (since session 19, below) and Q6_K one 16-row panel per zmm (V16Far: one load, and
+// only the far prefetch: dot_x86.hpp's ahead_far). Measured on the Zen 4 this was written
+// on (AVX-512 at the 256-bit rate), zmm pairs against one panel per ymm: single thread, K 2048 × N 2048 × 128 rows, Q4_K 4.6 → 2.9 ms, ~370 GOP/s of ~850 int8 peak;
 // Q6_K 5.2 → 3.5 ms; decode 1.15-1.2× faster; RA = 6 no faster. On the Zen 5 host since
 // (full-width AVX-512; 2 threads, the 768 × 32000 classifier shape, 6 copies so each
 // call reads from DRAM, 3 alternations): Q6_K's 16-row panels stream at
 // 46-83 GB/s where its pairs reached 39-74 (1 thread: 33-36 against 28-31), while Q4_K
 // went the other way (16-row panels 67-74 GB/s, pairs 79-97; probe 93): each type keeps
-// the faster. Decode Q6_K takes the four blocks that share a high-bit vector together
-// (3 loads per 4 blocks instead of 8, and one vpternlogd to merge the bits): in L2, 1
-// thread, 79-80 → 84 GB/s (quant_bench decode_cold reproduces the streaming figures).
+// the faster. On this project's Zen 4 (session 19, 2 threads, quant_bench, alternating
+// binaries) Q4_K's 16-row panels with only the far prefetch (V16Far) are the faster in
+// both: projection/q4_K (128 rows) 403-488 -> 536-587 GFLOP/s; decode_stream 27-31 -> 28-34
+// GB/s, decode_stream_small 28-34 -> 33-39 (6 rounds; with ahead()'s L1 + L2 requests the
+// 16-row panels read 22-27 and 25-28); llama-134m Q4_K_M prefill 1866-2053 -> 2136-2366
+// tok/s (4 rounds; decode within that run's noise). Q5_K's 16-row panels were faster in
+// prefill (333-428 -> 413-485 GFLOP/s) but slower in decode (decode_stream 24-29 -> 21-24
+// GB/s, either prefetch), so Q5_K keeps the pairs. Decode Q6_K takes the four blocks that
+// share a high-bit vector together (3 loads per 4 blocks instead of 8, and one vpternlogd
+// to merge the bits): in L2, 1 thread, 79-80 → 84 GB/s (quant_bench decode_cold
+// reproduces the streaming figures).
 // Integer parts stay exact: Q4_K's sc·Σq·x ≤ 63·32·15·127 and Q6_K's sc·(Σq·x − 32·Σx)
 // per half are int32 (vpmulld), one conversion per activation block (Q5_K:
 // ≤ 63·32·31·127); the offsets (Q6_K's −32·Σx per half) and Q4_K's x.d·Σx (for the mins)
@@ -82,7 +90,7 @@ inline __m128i load_16(const void* p) { return _mm_loadu_si128(static_cast<const
 inline void ahead_bytes(const uint8_t* p, int n) {
   for (int i = 0; i < n; i += 64) ahead(p + i);
 }
-// The same bytes asked for only into L2 (dot_x86.hpp's ahead_far): Q6_K's 16-row panels (V16).
+// The same bytes asked for only into L2 (dot_x86.hpp's ahead_far): the 16-row panels (V16Far).
 inline void ahead_far_bytes(const uint8_t* p, int n) {
   for (int i = 0; i < n; i += 64) ahead_far(p + i);
 }
@@ -208,14 +216,21 @@ struct V16x2 : V16Ops {
   }
   static void ahead_span(const uint8_t* p, int64_t p2, int o, int n) { ahead_bytes(p + o, n), ahead_bytes(p + p2 + o, n); }
 };
-struct V16 : V16Ops {
+// kFar: ask for the panel's lines only into L2 (ahead_far_bytes), else into L1 and L2.
+template <bool kFar>
+struct V16P : V16Ops {
   static constexpr int kPanelRows = 16;
   static I load(const uint8_t* p, int64_t, int o) { return _mm512_loadu_si512(p + o); }
   static F f16(const uint8_t* p, int64_t, int o) { return _mm512_cvtph_ps(load32(p + o)); }
   static I u8(const uint8_t* p, int64_t, int o) { return _mm512_cvtepu8_epi32(load_16(p + o)); }
   static I s8(const uint8_t* p, int64_t, int o) { return _mm512_cvtepi8_epi32(load_16(p + o)); }
-  static void ahead_span(const uint8_t* p, int64_t, int o, int n) { ahead_far_bytes(p + o, n); }
+  static void ahead_span(const uint8_t* p, int64_t, int o, int n) {
+    if constexpr (kFar) ahead_far_bytes(p + o, n);
+    else ahead_bytes(p + o, n);
+  }
 };
+using V16 = V16P<false>;
+using V16Far = V16P<true>;
 #endif
 
 

@@ -1,10 +1,10 @@
 // Q4_K products on avx512 (AVX512-VNNI vpdpbusd): the linear-registry entry, on the weights
-// repacked at load into 8-row panels, two per zmm (panel_k_x86.hpp), for decode and prefill
-// alike. GGUF rows as stored are multiplied only by the scalar entry (q4_k_scalar.cpp).
+// repacked at load into 16-row panels, one per zmm, asked for only into L2 (V16Far;
+// panel_k_x86.hpp says why), for decode and prefill alike. GGUF rows as stored are multiplied only by the scalar entry (q4_k_scalar.cpp).
 #include "kernels/quant/panel_k_x86.hpp"
 
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
-extern const LinearKernelImpl linear_q4_k__avx512 = quant::PanelKLinear<quant::PanelQ4K<8>, quant::V16x2,
-                                                                         quant::V8<quant::DpbusdVnni>, 4, true>::impl("q4_K_panel8");
+extern const LinearKernelImpl linear_q4_k__avx512 = quant::PanelKLinear<quant::PanelQ4K<16>, quant::V16Far,
+                                                                         quant::V16Far, 4, true>::impl("q4_K_panel16");
 }  // namespace headwise::kernels

@@ -6,5 +6,5 @@
 namespace headwise::kernels {
 // The linear-registry entry (kernels/matmul/linear.inc).
 extern const LinearKernelImpl linear_q6_k__avx512 =
-    quant::PanelKLinear<quant::PanelQ6K<16>, quant::V16, quant::V16, 4, true>::impl("q6_K_panel16");
+    quant::PanelKLinear<quant::PanelQ6K<16>, quant::V16Far, quant::V16Far, 4, true>::impl("q6_K_panel16");
 }  // namespace headwise::kernels
