@@ -114,6 +114,8 @@ class Projection {
   template <class F>
   void split_rows(int M, bool dense, F&& f) const;
   size_t staging_bytes(int rows) const;
+  // Bytes of dense staging a pass of `rows` strided rows takes (see split_rows).
+  size_t strided_stage_bytes(int rows) const;
   Status prepare_bf16_onednn(const uint16_t* w, kernels::Isa isa);  // BF16 prefill (see projection.cpp)
   Status repack_weights(WeightArena* arena);       // the small kernel's own layout (see projection.cpp)
   Status copy_mapped_rows(WeightArena* arena);     // stored rows out of a file mapping (ditto)

@@ -3,6 +3,7 @@
 // reference, on every ISA this CPU has, for row counts on and around the class edges.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -52,11 +53,18 @@ void check(const Case& c, Isa isa) {
   struct alignas(64) Line {
     char b[64];
   };
-  std::vector<Line> scratch(pl->scratch_bytes(c.M) / 64 + 1);
+  // scratch_bytes(M) and a guard after it that run() must leave alone (it sizes its
+  // staging passes by the same rules as scratch_bytes).
+  const size_t need = pl->scratch_bytes(c.M), guard = 4096;
+  std::vector<Line> scratch((need + guard) / 64 + 1);
+  auto* bytes = reinterpret_cast<unsigned char*>(scratch.data());
+  std::fill(bytes + need, bytes + scratch.size() * 64, 0xAB);
   for (int threads : {1, 2}) {
     std::fill(y.begin(), y.end(), NAN);
     s = pl->run(x.data(), ldx, y.data(), ldy, c.M, threads, scratch.data());
     ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(std::all_of(bytes + need, bytes + scratch.size() * 64, [](unsigned char v) { return v == 0xAB; }))
+        << "run() wrote past scratch_bytes(" << c.M << ") = " << need;
     double worst = 0;
     for (int r = 0; r < c.M; ++r)
       for (int n = 0; n < c.N; ++n) {
@@ -88,6 +96,18 @@ TEST(Projection, LayoutsAndStrides) {
     for (int M : {1, 4, 33})
       for (bool out_in : {false, true})
         for (bool strided : {false, true}) check({M, 200, 300, true, out_in, strided}, isa);
+}
+
+// Strided rows are staged in passes of the largest class whose staging fits 1 MiB: here
+// (K 32 + N 2048) floats a row, passes of 64 rows (128 would take 1.06 MB), 300 rows as
+// 4 × 64 + 32 + the small kernel's 12.
+TEST(Projection, StridedRowsInPassesOfBoundedStaging) {
+  check({300, 32, 2048, true, true, true}, kernels::detected_isa());
+  std::vector<float> w(32 * 2048, 0.5f);
+  std::unique_ptr<Projection> pl;
+  ASSERT_TRUE(Projection::create_f32(w.data(), 32, 2048, 1, 32, nullptr, kernels::detected_isa(), &pl).ok());
+  EXPECT_LE(pl->scratch_bytes(4096), size_t(2) << 20) << "staging grows with the rows";
+  check({Projection::kMaxClassRows + 21, 32, 48, true, true, true}, kernels::detected_isa());
 }
 
 TEST(Projection, MoreRowsThanTheLargestClass) {
