@@ -38,8 +38,9 @@
 // panels per zmm (V16x2: two loads and an insert per vector, two streams through memory),
 // Q4_K (since session 19, below) and Q6_K one 16-row panel per zmm (V16Far: one load, and
 // only the far prefetch: dot_x86.hpp's ahead_far). Measured on the Zen 4 this was written
-// on (AVX-512 at the 256-bit rate), zmm pairs against one panel per ymm: single thread, K 2048 × N 2048 × 128 rows, Q4_K 4.6 → 2.9 ms, ~370 GOP/s of ~850 int8 peak;
-// Q6_K 5.2 → 3.5 ms; decode 1.15-1.2× faster; RA = 6 no faster. On the Zen 5 host since
+// on (AVX-512 at the 256-bit rate), zmm pairs against one panel per ymm: single thread,
+// K 2048 × N 2048 × 128 rows, Q4_K 4.6 → 2.9 ms, ~370 GOP/s of ~850 int8 peak; Q6_K
+// 5.2 → 3.5 ms; decode 1.15-1.2× faster; RA = 6 no faster. On the Zen 5 host since
 // (full-width AVX-512; 2 threads, the 768 × 32000 classifier shape, 6 copies so each
 // call reads from DRAM, 3 alternations): Q6_K's 16-row panels stream at
 // 46-83 GB/s where its pairs reached 39-74 (1 thread: 33-36 against 28-31), while Q4_K
@@ -97,7 +98,7 @@ inline void ahead_far_bytes(const uint8_t* p, int n) {
 
 // The vector operations of the tiles, one output row per 32-bit lane: V8 (one 8-row
 // panel in a ymm; AVX2, or AVX-512VL with dot D), V16x2 (two 8-row panels side by side in
-// a zmm, at p and p + p2, AVX512-VNNI) and V16 (one 16-row panel in a zmm). Loads take
+// a zmm, at p and p + p2, AVX512-VNNI) and V16Far (one 16-row panel in a zmm). Loads take
 // the panel's address p, the second panel's offset p2 (V16x2 only) and the byte offset o.
 template <class D>
 struct V8 {
@@ -216,21 +217,16 @@ struct V16x2 : V16Ops {
   }
   static void ahead_span(const uint8_t* p, int64_t p2, int o, int n) { ahead_bytes(p + o, n), ahead_bytes(p + p2 + o, n); }
 };
-// kFar: ask for the panel's lines only into L2 (ahead_far_bytes), else into L1 and L2.
-template <bool kFar>
-struct V16P : V16Ops {
+// A 16-row panel, its lines asked for only into L2 (ahead_far_bytes): with ahead()'s
+// L1 + L2 pair the 16-row panels streamed the slowest (see the top of this file).
+struct V16Far : V16Ops {
   static constexpr int kPanelRows = 16;
   static I load(const uint8_t* p, int64_t, int o) { return _mm512_loadu_si512(p + o); }
   static F f16(const uint8_t* p, int64_t, int o) { return _mm512_cvtph_ps(load32(p + o)); }
   static I u8(const uint8_t* p, int64_t, int o) { return _mm512_cvtepu8_epi32(load_16(p + o)); }
   static I s8(const uint8_t* p, int64_t, int o) { return _mm512_cvtepi8_epi32(load_16(p + o)); }
-  static void ahead_span(const uint8_t* p, int64_t, int o, int n) {
-    if constexpr (kFar) ahead_far_bytes(p + o, n);
-    else ahead_bytes(p + o, n);
-  }
+  static void ahead_span(const uint8_t* p, int64_t, int o, int n) { ahead_far_bytes(p + o, n); }
 };
-using V16 = V16P<false>;
-using V16Far = V16P<true>;
 #endif
 
 
@@ -562,7 +558,7 @@ struct PanelQ6K {
 };
 
 // The registry entry of panel type P: tiles of one vector V (V8: a panel; V16x2: two
-// 8-row panels; V16: a 16-row panel) × RA input rows in prefill, × 1 in decode; V1
+// 8-row panels; V16Far: a 16-row panel) × RA input rows in prefill, × 1 in decode; V1
 // (V8<D>) for a last 8-row panel left alone by V16x2.
 // kVnniBf16: the entry is an avx512 one (declines without AVX512-VNNI/BF16, as QuantLinear).
 template <class P, class V, class V1, int RA, bool kVnniBf16>

@@ -1,6 +1,7 @@
 // Q4_K products on avx512 (AVX512-VNNI vpdpbusd): the linear-registry entry, on the weights
 // repacked at load into 16-row panels, one per zmm, asked for only into L2 (V16Far;
-// panel_k_x86.hpp says why), for decode and prefill alike. GGUF rows as stored are multiplied only by the scalar entry (q4_k_scalar.cpp).
+// panel_k_x86.hpp says why), for decode and prefill alike. GGUF rows as stored are
+// multiplied only by the scalar entry (q4_k_scalar.cpp).
 #include "kernels/quant/panel_k_x86.hpp"
 
 namespace headwise::kernels {
