@@ -38,7 +38,8 @@ struct BenchOptions {
 // Everything one run measured, in the order it was measured.
 struct Measured {
   ModelInfo info;
-  std::string weight_types;  // --weights: what the matrices became ("" otherwise)
+  std::string weight_types;  // the matrices' types: --weights' result, or a file's as stored
+  std::string stored_mix;    // a file's matrices as a --weights mix (stored_weights_mix), or ""
   double load_s = 0;
   size_t kv_bytes_per_token = 0, kv_cache_bytes = 0;
   // per timed repeat

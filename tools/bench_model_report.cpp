@@ -112,7 +112,8 @@ void print_text(const BenchOptions& o, const Measured& m, const Figures& f) {
   std::printf("          weights %.1f MiB, KV cache (%s) %.1f KiB per token; loaded in %.2f s\n",
               info.weight_bytes / MiB, kv_type_name(o.kv_type), m.kv_bytes_per_token / 1024.0, m.load_s);
   if (!m.weight_types.empty())
-    std::printf("weights   --weights %s: matrices %s\n", o.weights.c_str(), m.weight_types.c_str());
+    std::printf("weights   %s%s: matrices %s\n", o.weights.empty() ? "as stored" : "--weights ", o.weights.c_str(),
+                m.weight_types.c_str());
   std::printf("run       prompt %lld random token ids (seed %lld) in one pass, then %lld tokens decoded one at a\n"
               "          time (argmax fed back); kernels %s, %lld threads; %lld repeats after %lld warmup\n",
               o.P, o.seed, o.G, isa, o.threads, o.repeat, o.warmup);
@@ -125,8 +126,9 @@ void print_text(const BenchOptions& o, const Measured& m, const Figures& f) {
                 f.gemm_gflops, 100 * f.gemm_gflops / m.lim.fma, m.lim.fma, m.isa == "scalar" ? "avx2" : isa,
                 o.threads);
   if (f.type_peak > 0)
-    std::printf("          = %.1f%% of %.0f G(FL)OP/s (%s peak: the arithmetic of --weights %s)\n",
-                100 * f.gemm_gflops / f.type_peak, f.type_peak, f.type_peak_what.c_str(), o.weights.c_str());
+    std::printf("          = %.1f%% of %.0f G(FL)OP/s (%s peak: the arithmetic of %s%s)\n",
+                100 * f.gemm_gflops / f.type_peak, f.type_peak, f.type_peak_what.c_str(),
+                o.weights.empty() ? "the stored matrices" : "--weights ", o.weights.c_str());
   if (f.has_pct_bw)
     std::printf("          decode reads %.1f MiB per token (weights + KV) = %.1f GB/s = %.1f%% of the read\n"
                 "          bandwidth measured after each repeat (median; %.1f-%.1f%%; bandwidth %.1f-%.1f GB/s)\n",

@@ -1,6 +1,7 @@
 #include "tools/bench_weights.hpp"
 
 #include <cctype>
+#include <map>
 
 #include "formats/quantize_gguf.hpp"
 #include "runtime/synthetic.hpp"
@@ -22,6 +23,25 @@ std::string bench_weights_error(const Args& args, bool synthetic) {
            "`headwise convert --weights` makes another)";
   if (!formats::valid_weight_mix(mix))
     return "--weights '" + mix + "' is not one of " + formats::weight_mixes_help();
+  return "";
+}
+
+std::string stored_weights_mix(const graph::Plan& plan, std::string* types) {
+  std::map<std::string, int> count;
+  for (const auto& node : plan.linears)
+    for (const auto& proj : node) ++count[kernels::weight_type_name(proj->type())];
+  types->clear();
+  for (const auto& [t, n] : count) *types += (types->empty() ? "" : ", ") + t + " ×" + std::to_string(n);
+  auto all = [&](auto pred) {
+    for (const auto& [t, n] : count)
+      if (!pred(t)) return false;
+    return !count.empty();
+  };
+  if (all([](const std::string& t) { return t == "bf16"; })) return "bf16";
+  if (all([](const std::string& t) {
+        return t == "q8_0" || t == "q4_0" || t == "q4_k" || t == "q5_k" || t == "q6_k";
+      }))
+    return "q8_0";
   return "";
 }
 

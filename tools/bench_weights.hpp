@@ -8,6 +8,7 @@
 #include <string>
 
 #include "bench/probe/peak.hpp"
+#include "graph/plan.hpp"
 #include "headwise/model.hpp"
 #include "tools/args.hpp"
 
@@ -21,6 +22,13 @@ std::string bench_weights_error(const Args& args, bool synthetic);
 // what the matrices became ("q4_0 ×84, q6_k ×1"), "" for f32.
 Status load_bench_synthetic(const std::string& mix, const std::string& name, uint64_t seed,
                             std::shared_ptr<const Model>* out, std::string* types);
+
+// The matrices a loaded model's plan multiplies by, as a --weights mix for
+// bench_weights_peak: "bf16" when every projection is BF16, "q8_0" (the int8 dot
+// peak's family) when every one is of an integer type, "" otherwise (f32, f16, or a mix
+// of float and integer types: the FMA peak applies). `types` gets their count by type
+// ("bf16 ×85"; "q4_k ×72, q6_k ×13").
+std::string stored_weights_mix(const graph::Plan& plan, std::string* types);
 
 // The dot-product peak the --weights mix's prefill multiplies with on kernel ISA `isa`,
 // for `threads` threads. avx512: bf16 → vdpbf16ps GFLOP/s (oneDNN's bf16 matmul),

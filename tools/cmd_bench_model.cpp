@@ -177,6 +177,7 @@ int load_and_open(const BenchOptions& o, Progress* progress, Bench* b, Measured*
     return runtime_error(s.message());
   }
   m->load_s = seconds(t_load, Clock::now());
+  if (!o.synthetic) m->stored_mix = stored_weights_mix(b->model->plan(), &m->weight_types);
   m->info = b->model->info();
   if (o.P + o.G > m->info.max_seq_len) {
     progress->clear();
