@@ -17,15 +17,23 @@
 // slower than 16, 64 slower still (lines evicted before their use); hints to L2 slower than
 // to L1. With the cache already in L2/L3 it is ~10% slower (0.43 → 0.49 ms).
 // The session's 16-bit cache is tiled (kKvTileRows positions, every head's K rows of the
-// tile head-major, then V: runtime/session_buffers.hpp) and read a tile per block (KT =
-// kKvTileRows): step 1 reads each head's 16 K rows front to back (scores_rows), step 3
-// its 16 V rows, so one call reads its chunk of the cache in address order and the
-// hardware prefetchers keep up without requests of ours. Zen 4, 2 threads, llama-134m's
+// tile head-major, then V: runtime/session_buffers.hpp) and read tile by tile: step 1
+// reads each head's 16 K rows of a tile front to back (scores_rows), every head's before
+// the next tile's, step 3 its 16 V rows likewise, so one call reads its chunk's K and V
+// in address order and the hardware prefetchers keep up without requests of ours. Zen 4, 2 threads, llama-134m's
 // 12 × 64 heads at 576 keys, f16, 48 caches in turn: ~90-100 → 70-75 µs per layer; in the
 // model 1.31-1.45 → 0.98-1.09 ms of attention per decode step (Q4_K_M, 3 rounds
 // alternating with the position-major layout), BF16 1.43-1.47 → 0.97-1.02, llama-1b-like
 // (GQA 32/8) 2.38 → 1.67. A read-only loop over the old layout in this kernel's order ran
 // at 10-16 GB/s where a sequential one ran at 24-31 (one thread); over the tiles, 23-25.
+// A block is 4 tiles (KT = 64, attention.inc), not one: step 2's per-row reductions and
+// branches and step 3's accumulator loads and stores come once per 64 keys. Zen 5, f16,
+// `headwise bench attention` (3 alternating rounds): llama-134m's 12 × 64 heads at 576
+// keys, 2 threads, 48 caches in turn 50-54 → 39-46 µs, in cache 27.7-28.5 → 25.2-26.2;
+// 256 keys on one thread 16.7-17.9 → 15.2-16.0; llama-1b-like's 32/8 heads 52-53 →
+// 50-51 cold, one thread 23.8-25.8 → 20.6-21.2; AVX2 12 heads 49-51 → 46-47 cold. Blocks
+// of 8 or 16 tiles were no faster. In the model the change stayed inside the host's
+// noise (llama-134m Q4_K_M attention 82-97 against 93-97 ms over 128 steps).
 //
 // With grouped-query attention (G query heads per KV head) the G rows of a KV head are
 // taken together when G is 2, 4, 8 or the vector width (scores_group, pv_group): each K
@@ -56,9 +64,10 @@ struct AttnDecode {
   using T = typename E::T;
   using L = simd::Widen<S, E>;
   static constexpr int W = S::W;
-  // Positions per pass of step 3: with blocks of one tile, the whole tile (in a tiled
-  // cache one head's rows of it are adjacent), else 8 (see step 3).
-  static constexpr int kPvGroup = KT == kKvTileRows ? KT : 8;
+  // Positions per pass of step 3: a 16-bit cache's whole tile (in a tiled cache one
+  // head's rows of it are adjacent; a group never straddles two tiles), an fp32 cache's 8
+  // (see step 3).
+  static constexpr int kPvGroup = !std::is_same_v<E, KvF32> ? kKvTileRows : 8;
   // Positions ahead of the one read that steps 1 and 3 prefetch in a plain cache (see
   // run()).
   static constexpr int kPrefetchAhead = 16;

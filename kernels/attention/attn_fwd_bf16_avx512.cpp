@@ -17,9 +17,9 @@ void attn_fwd_bf16_q64k64__avx512(const AttnProblem& p, int b, int hq, int q0, f
   AttnFwd<S, KvBf16, kTiles.q_tile / S::W, kTiles.kv_tile, 6, 6>::run(p, b, hq, q0, s);
 }
 
-void attn_decode_bf16_k16__avx512(const AttnProblem& p, int b, int k0, int k1, float* part,
+void attn_decode_bf16_k64__avx512(const AttnProblem& p, int b, int k0, int k1, float* part,
                                  float* s) {
-  AttnDecode<S, KvBf16, kKvTileRows>::run(p, b, k0, k1, part, s);
+  AttnDecode<S, KvBf16, kTiles.kv_tile>::run(p, b, k0, k1, part, s);
 }
 
 }  // namespace headwise::kernels

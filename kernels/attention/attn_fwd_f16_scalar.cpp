@@ -15,9 +15,9 @@ void attn_fwd_f16_q4k64__scalar(const AttnProblem& p, int b, int hq, int q0, flo
   AttnFwd<simd::Scalar, KvF16, kTiles.q_tile / simd::Scalar::W, kTiles.kv_tile, 4, 4>::run(p, b, hq, q0, s);
 }
 
-void attn_decode_f16_k16__scalar(const AttnProblem& p, int b, int k0, int k1, float* part,
+void attn_decode_f16_k64__scalar(const AttnProblem& p, int b, int k0, int k1, float* part,
                                  float* s) {
-  AttnDecode<simd::Scalar, KvF16, kKvTileRows>::run(p, b, k0, k1, part, s);
+  AttnDecode<simd::Scalar, KvF16, kTiles.kv_tile>::run(p, b, k0, k1, part, s);
 }
 
 }  // namespace headwise::kernels
