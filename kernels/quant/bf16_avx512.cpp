@@ -1,21 +1,37 @@
 // BF16 products on avx512: AVX512-BF16 vdpbf16ps multiplies 32 bf16 pairs into 16 fp32
 // sums per instruction; the tail is a masked load (zeros add nothing).
-// The rows are asked for ahead with dot_x86.hpp's ahead() (its note says why, and what it
-// replaced).
+// How the rows are asked for ahead depends on the host (cpu_avx512_half_width(), quant.hpp):
+// - Zen 4, which runs 512-bit operations as two halves: dot_x86.hpp's ahead(), 2 KiB into
+//   L1 and 16 KiB into L2 (its note has the session-19 figures: llama-134m BF16 decode
+//   106-124 -> 115-141 tok/s against the non-temporal request, 6 of 7 rounds faster);
+// - elsewhere (Zen 5, and the Intel hosts, not measured either way): one non-temporal
+//   request a line 8 KiB ahead. Zen 5 (family 1Ah), 2026-12-03, `headwise bench
+//   llama-134m-bf16.gguf --threads 2 --prompt-len 512 --gen-len 128 --kv-type f16`, 4
+//   alternating env-switched rounds: 217-259 tok/s against ahead()'s 135-199 (projections
+//   407-470 against 498-820 ms over 128 steps) and far requests alone 204-218 — faster in
+//   every round; session 9 had chosen it there too (768 x 32000 rows 46-49 -> 51-52 GB/s).
 #include "kernels/quant/dot_x86.hpp"
 #include "kernels/quant/linear_quant_impl.hpp"
 
 namespace headwise::kernels::quant {
 namespace {
 inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
+// How far ahead the non-temporal request asks (the peak probe's read loop's distance).
+constexpr int kNtaBytes = 8192;
+template <bool kNonTemporal>
 float dot_bf16(const uint8_t* w, const uint8_t* xa, int64_t K) {
   const auto* h = reinterpret_cast<const uint16_t*>(w);
   const auto* x = reinterpret_cast<const uint16_t*>(xa);
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   int64_t k = 0;
   for (; k + 64 <= K; k += 64) {
-    ahead(h + k);
-    ahead(h + k + 32);
+    if constexpr (kNonTemporal) {
+      _mm_prefetch(reinterpret_cast<const char*>(h + k) + kNtaBytes, _MM_HINT_NTA);
+      _mm_prefetch(reinterpret_cast<const char*>(h + k + 32) + kNtaBytes, _MM_HINT_NTA);
+    } else {
+      ahead(h + k);
+      ahead(h + k + 32);
+    }
     acc0 = _mm512_dpbf16_ps(acc0, as_bh(_mm512_loadu_si512(h + k)), as_bh(_mm512_loadu_si512(x + k)));
     acc1 = _mm512_dpbf16_ps(acc1, as_bh(_mm512_loadu_si512(h + k + 32)), as_bh(_mm512_loadu_si512(x + k + 32)));
   }
@@ -29,7 +45,10 @@ float dot_bf16(const uint8_t* w, const uint8_t* xa, int64_t K) {
 
 void gemv_bf16__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa, size_t ab,
                        int M, int64_t K, float* y, int64_t ldy) {
-  gemv_rows<dot_bf16>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
+  if (cpu_avx512_half_width())
+    gemv_rows<dot_bf16<false>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
+  else
+    gemv_rows<dot_bf16<true>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
 }
 
 }  // namespace headwise::kernels::quant

@@ -60,14 +60,15 @@ inline void ahead(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + kAheadBytes, _MM_HINT_T0);
   _mm_prefetch(static_cast<const char*>(p) + kFarBytes, _MM_HINT_T1);
 }
-// BF16 rows on AVX-512 (bf16_avx512.cpp) take ahead() too. Until session 19 they took one
-// non-temporal request 8 KiB ahead, chosen on the Zen 5 host (768 x 32000 rows 46-49 ->
+// BF16 rows on AVX-512 (bf16_avx512.cpp) take ahead() on Zen 4 only (elsewhere one
+// non-temporal request 8 KiB ahead: faster on the Zen 5 in every round, see there). Until
+// session 19 every host took that request, chosen on the Zen 5 host (768 x 32000 rows 46-49 ->
 // 51-52 GB/s, llama-134m BF16 decode 186-194 -> 205-212 tok/s) while decode attention
 // read the 16-bit cache out of order, as did the Q8_0/Q4_0 panels until session 18. With
 // the tiled cache, on Zen 4 (2 threads, headwise bench --prompt-len 512, 7 alternating
 // env-switched rounds): llama-134m BF16 decode 106-124 -> 115-141 tok/s, projections
 // 731-885 -> 628-758 ms over 128 steps (one non-temporal round at 1318 left out), and
-// ahead() was the faster in 6 of the 7. Not re-measured on the Zen 5.
+// ahead() was the faster in 6 of the 7.
 // Only ahead()'s far request, into L2: the Q8_0/Q4_0 zmm pairs (interleave_x86.hpp) and
 // Q6_K's 16-row panels (panel_k_x86.hpp), whose decode loops issue more loads a byte than
 // the others; the L1 request a line cost them more than it won (session 19, Zen 4,

@@ -83,6 +83,23 @@ bool detect_bf16_dot_slow() {
 
 std::atomic<int> bf16_dot_slow_override{-1};
 
+// AMD family 19h: Zen 3 (no AVX-512) and Zen 4, which executes each 512-bit operation as
+// two 256-bit halves (Zen 5 is family 1Ah).
+bool detect_avx512_half_width() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
+  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const unsigned family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF);
+  return family == 0x19 && may_use(Isa::avx512);
+#else
+  return false;
+#endif
+}
+
+std::atomic<int> avx512_half_width_override{-1};
+
 }  // namespace
 
 const TypeInfo* type_info(WType t) {
@@ -130,6 +147,14 @@ bool cpu_bf16_dot_slow() {
 }
 
 void set_bf16_dot_slow_override(int v) { bf16_dot_slow_override.store(v < 0 ? -1 : v != 0); }
+
+bool cpu_avx512_half_width() {
+  static const bool half = detect_avx512_half_width();
+  const int o = avx512_half_width_override.load(std::memory_order_relaxed);
+  return o < 0 ? half : o != 0;
+}
+
+void set_avx512_half_width_override(int v) { avx512_half_width_override.store(v < 0 ? -1 : v != 0); }
 
 GemvFn gemv_kernel(WType t, Isa isa) {
   if (isa == Isa::avx512 && !cpu_has_avx512_vnni_bf16()) isa = Isa::avx2;

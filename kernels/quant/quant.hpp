@@ -90,6 +90,15 @@ bool cpu_int8_multiply_slow();
 // is sized or running (scratch_bytes and run must see the same answer).
 void set_int8_multiply_slow_override(int v);
 
+// True on CPUs that execute each 512-bit operation as two 256-bit halves: AMD Zen 4
+// (family 19h with AVX-512). There BF16 decode rows stream faster asked for ahead into
+// L1 and L2 (dot_x86.hpp's ahead()); on the full-width Zen 5 and elsewhere, with one
+// non-temporal request a line (bf16_avx512.cpp says what each measured). Asked on every
+// BF16 decode call, answered from one cpuid.
+bool cpu_avx512_half_width();
+// Tests: 1 or 0 forces the answer, -1 restores detection.
+void set_avx512_half_width_override(int v);
+
 // True on CPUs whose AVX512-BF16 dot product (vdpbf16ps) runs below the fp32 FMA rate:
 // Intel's. Measured on an Emerald Rapids VM without AMX (2026-12-03): the peak probe's
 // bf16 dot 82 GFLOP/s a core against fp32 FMA 166, and oneDNN's bf16 matmul 75-83
