@@ -20,7 +20,14 @@
 // tile head-major, then V: runtime/session_buffers.hpp) and read tile by tile: step 1
 // reads each head's 16 K rows of a tile front to back (scores_rows), every head's before
 // the next tile's, step 3 its 16 V rows likewise, so one call reads its chunk's K and V
-// in address order and the hardware prefetchers keep up without requests of ours. Zen 4, 2 threads, llama-134m's
+// in address order; the prefetchers alone kept up on Zen 4. On the Zen 5 (2026-12-03)
+// asking for each head's rows of the next tile into L1 as its rows of this one are read
+// (K in step 1, V in step 3: one tile, 2·16 rows of every head, ahead) cut the model's
+// attention by a fifth or more: `headwise bench FILE --threads 2 --prompt-len 512
+// --kv-type f16`, alternating env-switched rounds, llama-134m Q4_K_M 80-104 → 62-78 ms
+// of attention over 128 steps (7 rounds, decode faster in each), llama-1b-like Q4_K_M
+// 80-110 → 55-73 ms over 64 (3 rounds); into L2 instead, or 2 or 4 tiles ahead, no
+// better or slower. Not measured on Zen 4. Zen 4, 2 threads, llama-134m's
 // 12 × 64 heads at 576 keys, f16, 48 caches in turn: ~90-100 → 70-75 µs per layer; in the
 // model 1.31-1.45 → 0.98-1.09 ms of attention per decode step (Q4_K_M, 3 rounds
 // alternating with the position-major layout), BF16 1.43-1.47 → 0.97-1.02, llama-1b-like
@@ -96,6 +103,14 @@ struct AttnDecode {
       if (bytes > 64) __builtin_prefetch(r + 64, 0, 3);
       for (int o = 128; o < bytes; o += 64) __builtin_prefetch(r + o, 0, 3);
     }
+  }
+
+  // Asks for one head's rows of the next tile of a tiled cache (kKvTileRows rows of D
+  // elements, adjacent) into L1: `rows` is this tile's, the next lies stile elements on.
+  static inline void prefetch_next_tile(const T* rows, int64_t stile, int D) {
+    const char* r = reinterpret_cast<const char*>(rows + stile);
+    const int bytes = kKvTileRows * D * int(sizeof(T));
+    for (int o = 0; o < bytes; o += 64) __builtin_prefetch(r + o, 0, 3);
   }
 
   // acc[i] += q · k_i for the W key rows k_i (rows st apart, D = NV·W features): the
@@ -256,8 +271,8 @@ struct AttnDecode {
     const bool grouped = G >= 2 && W % G == 0 && (G <= 8 || G == W);
 
     // Tiled cache: rows i of a group are i·st apart within its tile, the next tile is
-    // read front to back after this one, and prefetching is left to the hardware (the
-    // reads are sequential); plain: each group asks for the rows kPrefetchAhead on.
+    // read front to back after this one, and each head's rows of it are asked for as
+    // this tile's are read; plain: each group asks for the rows kPrefetchAhead on.
     const bool tiled = p.k.stile != 0;
     assert(!tiled || (k0 % kKvTileRows == 0 && p.v.stile != 0));
     for (int kb = k0; kb < kstop; kb += KT) {
@@ -278,6 +293,7 @@ struct AttnDecode {
             const T* kr = p.k.at<T>(b, kb + j, hk);
             if (!tiled && kb + j + kPrefetchAhead + W <= kstop)
               prefetch_rows<W>(kr + kPrefetchAhead * p.k.st, p.k.st, D);
+            if (tiled && j == jt && kb + jt + kKvTileRows < kstop) prefetch_next_tile(kr, p.k.stile, D);
             float* out = sc + size_t(r0) * KT + j;
             switch (G) {
               case 2: scores_group<2>(qs, Dp, kr, p.k.st, D, out, KT); break;
@@ -294,6 +310,7 @@ struct AttnDecode {
             const T* kr = p.k.at<T>(b, kb + j, hk);
             if (!tiled && g == 0 && kb + j + kPrefetchAhead + W <= kstop)  // once per KV head
               prefetch_rows<W>(kr + kPrefetchAhead * p.k.st, p.k.st, D);
+            if (tiled && g == 0 && j == jt && kb + jt + kKvTileRows < kstop) prefetch_next_tile(kr, p.k.stile, D);
             V acc[W];
             for (int i = 0; i < W; ++i) acc[i] = S::zero();
             if (D <= kRowMajorD && D % W == 0) {
@@ -376,6 +393,7 @@ struct AttnDecode {
           const T* vr = p.v.at<T>(b, kb + j0, hk);
           if (!tiled && kb + j0 + kPrefetchAhead + kPvGroup <= kstop)
             prefetch_rows<kPvGroup>(vr + kPrefetchAhead * p.v.st, p.v.st, D);
+          if (tiled && kb + j0 + kKvTileRows < kstop) prefetch_next_tile(vr, p.v.stile, D);
           const float* w = sc + size_t(r0) * KT + j0;
           float* acc = part + r0 * P + kPartAcc;
           switch (G) {
@@ -389,6 +407,7 @@ struct AttnDecode {
           const T* vr = p.v.at<T>(b, kb + j0, hk);
           if (!tiled && g == 0 && kb + j0 + kPrefetchAhead + kPvGroup <= kstop)  // once per KV head
             prefetch_rows<kPvGroup>(vr + kPrefetchAhead * p.v.st, p.v.st, D);
+          if (tiled && g == 0 && kb + j0 + kKvTileRows < kstop) prefetch_next_tile(vr, p.v.stile, D);
           const float* w = sc + size_t(r) * KT + j0;
           float* acc = part + r * P + kPartAcc;
           int d = 0;
