@@ -35,12 +35,13 @@
 // at 10-16 GB/s where a sequential one ran at 24-31 (one thread); over the tiles, 23-25.
 // A block is 4 tiles (KT = 64, attention.inc), not one: step 2's per-row reductions and
 // branches and step 3's accumulator loads and stores come once per 64 keys. Zen 5, f16,
-// `headwise bench attention` (3 alternating rounds): llama-134m's 12 × 64 heads at 576
-// keys, 2 threads, 48 caches in turn 50-54 → 39-46 µs, in cache 27.7-28.5 → 25.2-26.2;
-// 256 keys on one thread 16.7-17.9 → 15.2-16.0; llama-1b-like's 32/8 heads 52-53 →
-// 50-51 cold, one thread 23.8-25.8 → 20.6-21.2; AVX2 12 heads 49-51 → 46-47 cold. Blocks
-// of 8 or 16 tiles were no faster. In the model the change stayed inside the host's
-// noise (llama-134m Q4_K_M attention 82-97 against 93-97 ms over 128 steps).
+// `headwise bench attention` (3 alternating rounds; it lays K and V out position-major,
+// not in tiles): llama-134m's 12 × 64 heads at 576 keys, 2 threads, 48 caches in turn
+// 50-54 → 39-46 µs, in cache 27.7-28.5 → 25.2-26.2; 256 keys on one thread 16.7-17.9 →
+// 15.2-16.0; llama-1b-like's 32/8 heads 52-53 → 50-51 cold, one thread 23.8-25.8 →
+// 20.6-21.2; AVX2 12 heads 49-51 → 46-47 cold. Blocks of 8 or 16 tiles were no faster.
+// In the model, over the tiled cache, the change stayed inside the host's noise
+// (llama-134m Q4_K_M attention 82-97 against 93-97 ms over 128 steps, 4 rounds).
 //
 // With grouped-query attention (G query heads per KV head) the G rows of a KV head are
 // taken together when G is 2, 4, 8 or the vector width (scores_group, pv_group): each K
