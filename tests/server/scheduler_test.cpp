@@ -101,28 +101,40 @@ TEST(Scheduler, BatchedAndChunkedEqualsAlone) {
 // decode_prefill_chunk tokens per step (that sequence's gap between tokens grows by one
 // such chunk per step, not by prefill_chunk's), and both results stay those alone.
 // Structural: the largest number of prompt tokens any step prefilled next to a decode.
+// That b arrives while a still decodes is up to the OS: tiny decodes a's 150 tokens in a
+// few milliseconds, and on a loaded host (other tests on both cores) the thread that
+// submits b woke after a had finished in 21 of 40 runs. So a run where a finished first,
+// or b was never prefilled next to a's decode, proves nothing and is run again (a fresh
+// scheduler each time); every run where they overlapped must keep the bound, and at
+// least one of kAttempts must overlap.
 TEST(Scheduler, PromptChunksWhileDecodingAreBounded) {
-  Metrics metrics;
-  SchedulerOptions o = batching(2, 1, 64);
-  o.decode_prefill_chunk = 5;
-  Scheduler sched(tiny(), o, &metrics);
-  ASSERT_TRUE(sched.start().ok());
-  auto a = job("a", 150);
-  a->sampling.ignore_eos = true;  // still decoding when b arrives
-  ASSERT_EQ(sched.submit(a), Scheduler::Admit::ok);
-  {
-    std::unique_lock<std::mutex> l(a->mu);
-    a->cv.wait(l, [&] { return !a->chunks.empty() || a->finished; });
-    ASSERT_FALSE(a->finished);
+  constexpr int kAttempts = 20;
+  int overlapped = 0;
+  for (int attempt = 0; attempt < kAttempts && overlapped == 0; ++attempt) {
+    Metrics metrics;
+    SchedulerOptions o = batching(2, 1, 64);
+    o.decode_prefill_chunk = 5;
+    Scheduler sched(tiny(), o, &metrics);
+    ASSERT_TRUE(sched.start().ok());
+    auto a = job("a", 150);
+    a->sampling.ignore_eos = true;  // still decoding when b arrives (when the OS allows)
+    ASSERT_EQ(sched.submit(a), Scheduler::Admit::ok);
+    bool a_done;
+    {
+      std::unique_lock<std::mutex> l(a->mu);
+      a->cv.wait(l, [&] { return !a->chunks.empty() || a->finished; });
+      a_done = a->finished;
+    }
+    auto b = job("once upon a time in a land far away there lived a cat named bob", 6);
+    ASSERT_GT(b->prompt.size(), 20u);
+    ASSERT_EQ(sched.submit(b), Scheduler::Admit::ok);
+    const std::string got_b = collect(*b), got_a = collect(*a);
+    EXPECT_EQ(got_b, alone(b->prompt, 6, o.end_tokens).first);
+    EXPECT_EQ(a->completion_tokens, 150);
+    EXPECT_LE(metrics.max_prompt_tokens_while_decoding(), 5) << "attempt " << attempt;
+    if (!a_done && metrics.max_prompt_tokens_while_decoding() > 0) ++overlapped;
   }
-  auto b = job("once upon a time in a land far away there lived a cat named bob", 6);
-  ASSERT_GT(b->prompt.size(), 20u);
-  ASSERT_EQ(sched.submit(b), Scheduler::Admit::ok);
-  const std::string got_b = collect(*b), got_a = collect(*a);
-  EXPECT_EQ(got_b, alone(b->prompt, 6, o.end_tokens).first);
-  EXPECT_EQ(a->completion_tokens, 150);
-  EXPECT_GT(metrics.max_prompt_tokens_while_decoding(), 0) << "b was never prefilled next to a's decode";
-  EXPECT_LE(metrics.max_prompt_tokens_while_decoding(), 5);
+  EXPECT_GT(overlapped, 0) << "b was never prefilled next to a's decode in " << kAttempts << " attempts";
 }
 
 // Seeded sampling at temperature > 0 while sequences share steps (and are sampled in
