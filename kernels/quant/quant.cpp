@@ -54,19 +54,28 @@ bool detect_vnni_bf16() {
          __builtin_cpu_supports("avx512bf16");
 }
 
-// AMD family 17h below model 30h: Zen 1 and Zen+ (Zen 2, also family 17h, has full-width
-// vector units).
-bool detect_int8_multiply_slow() {
+// An AMD CPU's family and model (cpuid leaf 1, extended fields folded in); false on any
+// other vendor.
+bool amd_family_model(unsigned* family, unsigned* model) {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a, b, c, d;
   if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
   const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
   if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
-  const unsigned family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF), model = ((a >> 4) & 0xF) | ((a >> 12) & 0xF0);
-  return family == 0x17 && model < 0x30;
+  *family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF);
+  *model = ((a >> 4) & 0xF) | ((a >> 12) & 0xF0);
+  return true;
 #else
+  (void)family, (void)model;
   return false;
 #endif
+}
+
+// AMD family 17h below model 30h: Zen 1 and Zen+ (Zen 2, also family 17h, has full-width
+// vector units).
+bool detect_int8_multiply_slow() {
+  unsigned family, model;
+  return amd_family_model(&family, &model) && family == 0x17 && model < 0x30;
 }
 
 std::atomic<int> int8_multiply_slow_override{-1};
@@ -86,16 +95,8 @@ std::atomic<int> bf16_dot_slow_override{-1};
 // AMD family 19h: Zen 3 (no AVX-512) and Zen 4, which executes each 512-bit operation as
 // two 256-bit halves (Zen 5 is family 1Ah).
 bool detect_avx512_half_width() {
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a, b, c, d;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
-  const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
-  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
-  const unsigned family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF);
-  return family == 0x19 && may_use(Isa::avx512);
-#else
-  return false;
-#endif
+  unsigned family, model;
+  return amd_family_model(&family, &model) && family == 0x19 && may_use(Isa::avx512);
 }
 
 std::atomic<int> avx512_half_width_override{-1};
