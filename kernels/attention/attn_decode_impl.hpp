@@ -20,19 +20,19 @@
 // tile head-major, then V: runtime/session_buffers.hpp) and read tile by tile: step 1
 // reads each head's 16 K rows of a tile front to back (scores_rows), every head's before
 // the next tile's, step 3 its 16 V rows likewise, so one call reads its chunk's K and V
-// in address order; the prefetchers alone kept up on Zen 4. On the Zen 5 (2026-12-03)
-// asking for each head's rows of the next tile into L1 as its rows of this one are read
-// (K in step 1, V in step 3: one tile, 2·16 rows of every head, ahead) cut the model's
-// attention by a fifth or more: `headwise bench FILE --threads 2 --prompt-len 512
-// --kv-type f16`, alternating env-switched rounds, llama-134m Q4_K_M 80-104 → 62-78 ms
-// of attention over 128 steps (7 rounds, decode faster in each), llama-1b-like Q4_K_M
-// 80-110 → 55-73 ms over 64 (3 rounds); into L2 instead, or 2 or 4 tiles ahead, no
-// better or slower. Not measured on Zen 4. Zen 4, 2 threads, llama-134m's
-// 12 × 64 heads at 576 keys, f16, 48 caches in turn: ~90-100 → 70-75 µs per layer; in the
-// model 1.31-1.45 → 0.98-1.09 ms of attention per decode step (Q4_K_M, 3 rounds
-// alternating with the position-major layout), BF16 1.43-1.47 → 0.97-1.02, llama-1b-like
-// (GQA 32/8) 2.38 → 1.67. A read-only loop over the old layout in this kernel's order ran
-// at 10-16 GB/s where a sequential one ran at 24-31 (one thread); over the tiles, 23-25.
+// in address order. Zen 4, 2 threads, llama-134m's 12 × 64 heads at 576 keys, f16, 48
+// caches in turn: ~90-100 → 70-75 µs per layer; in the model 1.31-1.45 → 0.98-1.09 ms of
+// attention per decode step (Q4_K_M, 3 rounds alternating with the position-major
+// layout), BF16 1.43-1.47 → 0.97-1.02, llama-1b-like (GQA 32/8) 2.38 → 1.67. A read-only
+// loop over the old layout in this kernel's order ran at 10-16 GB/s where a sequential one
+// ran at 24-31 (one thread); over the tiles, 23-25. The prefetchers alone kept up there.
+// On the Zen 5 (2026-12-03) asking for each head's rows of the next tile into L1 as its
+// rows of this one are read (K in step 1, V in step 3: one tile, 2·16 rows of every head,
+// ahead) cut the model's attention by a fifth or more: `headwise bench FILE --threads 2
+// --prompt-len 512 --kv-type f16`, alternating env-switched rounds, llama-134m Q4_K_M
+// 80-104 → 62-78 ms of attention over 128 steps (7 rounds, decode faster in each),
+// llama-1b-like Q4_K_M 80-110 → 55-73 ms over 64 (3 rounds); into L2 instead, or 2 or 4
+// tiles ahead, no better or slower. Not measured on Zen 4.
 // A block is 4 tiles (KT = 64, attention.inc), not one: step 2's per-row reductions and
 // branches and step 3's accumulator loads and stores come once per 64 keys. Zen 5, f16,
 // `headwise bench attention` (3 alternating rounds; it lays K and V out position-major,
