@@ -12,6 +12,7 @@
 #include "runtime/workspace.hpp"
 
 namespace headwise {
+static_assert(kKvTileRows == kernels::kKvTileRows, "the public tile is the kernels' tile");
 namespace {
 
 Status validate(const AttentionParams& a, const AttnInput& q, const AttnKvInput& k,
@@ -52,6 +53,17 @@ Status validate(const AttentionParams& a, const AttnInput& q, const AttnKvInput&
   if (a.kv_type != KvType::f32 && a.kv_type != KvType::f16 && a.kv_type != KvType::bf16)
     return invalid_argument("attention: kv_type " + std::to_string(int(a.kv_type)) +
                             " is not f32 (0), f16 (1) or bf16 (2)");
+  if (k.tile_stride < 0 || v.tile_stride < 0)
+    return invalid_argument("attention: tile_stride must be >= 0 (0 = plain), got " +
+                            std::to_string(k.tile_stride < 0 ? k.tile_stride : v.tile_stride) + " for " +
+                            (k.tile_stride < 0 ? "k" : "v"));
+  if ((k.tile_stride > 0) != (v.tile_stride > 0))
+    return invalid_argument(std::string("attention: k and v must both be tiled or both plain; ") +
+                            (k.tile_stride > 0 ? "k" : "v") + " has a tile_stride and " +
+                            (k.tile_stride > 0 ? "v" : "k") + " has none");
+  if (k.tile_stride > 0 && a.kv_type == KvType::f32)
+    return invalid_argument("attention: a tiled k and v (tile_stride > 0) need a 16-bit kv_type "
+                            "(f16 or bf16); an f32 K/V is read plain");
   if (a.kv_valid)
     for (int b = 0; b < a.batch; ++b)
       if (a.kv_valid[b] < 0 || a.kv_valid[b] > a.kv_len)
@@ -66,8 +78,8 @@ kernels::AttnProblem to_problem(const AttentionParams& a, const AttnInput& q,
                                 const AttnKvInput& k, const AttnKvInput& v, const AttnOutput& o) {
   kernels::AttnProblem p;
   p.q = {q.data, q.batch_stride, q.pos_stride, q.head_stride};
-  p.k = {k.data, k.batch_stride, k.pos_stride, k.head_stride};
-  p.v = {v.data, v.batch_stride, v.pos_stride, v.head_stride};
+  p.k = {k.data, k.batch_stride, k.pos_stride, k.head_stride, k.tile_stride};
+  p.v = {v.data, v.batch_stride, v.pos_stride, v.head_stride, v.tile_stride};
   p.o = {o.data, o.batch_stride, o.pos_stride, o.head_stride};
   p.batch = a.batch;
   p.q_len = a.q_len;

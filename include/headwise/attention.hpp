@@ -24,14 +24,24 @@ struct AttnOutput {
   int64_t batch_stride = 0, pos_stride = 0, head_stride = 0;
 };
 
+// Positions per tile of a tiled K/V input (AttnKvInput::tile_stride).
+constexpr int kKvTileRows = 16;
+
 // K or V stored as AttentionParams::kv_type elements (float for f32, uint16_t bit
 // patterns for f16 and bf16; see kv_type.hpp), e.g. a session's 16-bit KV cache.
+// Plain (tile_stride 0): position t at t·pos_stride. Tiled (tile_stride > 0, a 16-bit
+// kv_type only, K and V both): positions come in tiles of kKvTileRows, position t at
+// (t / kKvTileRows)·tile_stride + (t % kKvTileRows)·pos_stride — the layout of a
+// session's 16-bit cache, where each tile holds every head's 16 K rows (head-major,
+// head_stride = 16·pos_stride) and then their 16 V rows, so decode reads it front to
+// back. All strides count elements.
 struct AttnKvInput {
   const void* data = nullptr;
   int64_t batch_stride = 0, pos_stride = 0, head_stride = 0;
+  int64_t tile_stride = 0;
   AttnKvInput() = default;
-  AttnKvInput(const void* d, int64_t b, int64_t p, int64_t h)
-      : data(d), batch_stride(b), pos_stride(p), head_stride(h) {}
+  AttnKvInput(const void* d, int64_t b, int64_t p, int64_t h, int64_t tile = 0)
+      : data(d), batch_stride(b), pos_stride(p), head_stride(h), tile_stride(tile) {}
   AttnKvInput(const AttnInput& f)  // NOLINT: an fp32 tensor is a K/V input of type f32
       : data(f.data), batch_stride(f.batch_stride), pos_stride(f.pos_stride),
         head_stride(f.head_stride) {}
