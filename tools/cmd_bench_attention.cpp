@@ -60,12 +60,16 @@ void usage(std::FILE* f) {
                "                  and %d GiB of K/V in all)\n"
                "  --kv-type T     K/V element type: f32 | f16 | bf16 (default f32; a 16-bit\n"
                "                  cache is widened in registers, arithmetic stays fp32)\n"
+               "  --kv-layout L   plain | tiled: K/V position-major, or in tiles of %d\n"
+               "                  positions (each tile every head's K rows, then their V\n"
+               "                  rows), the layout of a session's 16-bit cache (default:\n"
+               "                  tiled for f16 / bf16, plain for f32, as a session holds them)\n"
                "  --isa NAME      avx512 | avx2 | scalar (default: the best this CPU has,\n"
                "                  capped by HEADWISE_ISA; here %s)\n"
                "  --no-peak       skip measuring the machine peak (saves ~2 s and 256 MiB)\n"
                "  --json          print one JSON object instead of text\n"
                "  --help          this text\n",
-               omp_get_max_threads(), kMaxCopies, kMaxCopiesGiB, headwise::isa_name());
+               omp_get_max_threads(), kMaxCopies, kMaxCopiesGiB, kKvTileRows, headwise::isa_name());
 }
 
 int usage_error(const std::string& msg) {
@@ -75,13 +79,42 @@ int usage_error(const std::string& msg) {
 
 using Buffer = TensorBuffer;
 
+// K and V of `batch` sequences, position-major 16-bit elements (kv_len × heads × D
+// each), laid out in a session's tiles (runtime/session_buffers.hpp): per sequence,
+// tiles of kKvTileRows positions, each holding every head's K rows (head-major) and then
+// their V rows; positions past kv_len in the last tile are zeros, never read.
+struct TiledKv {
+  int64_t tile = 0, seq = 0;  // elements per tile and per sequence
+  size_t elements = 0;
+};
+TiledKv tiled_kv_shape(int batch, int kv_len, int heads, int D) {
+  TiledKv t;
+  t.tile = 2 * int64_t(kKvTileRows) * heads * D;
+  t.seq = (int64_t(kv_len) + kKvTileRows - 1) / kKvTileRows * t.tile;
+  t.elements = size_t(batch) * size_t(t.seq);
+  return t;
+}
+void tile_kv(const uint16_t* k, const uint16_t* v, int batch, int kv_len, int heads, int D, const TiledKv& t,
+             uint16_t* out) {
+  std::memset(out, 0, t.elements * sizeof(uint16_t));
+  const int64_t R = kKvTileRows;
+  for (int b = 0; b < batch; ++b)
+    for (int pos = 0; pos < kv_len; ++pos)
+      for (int h = 0; h < heads; ++h) {
+        const int64_t from = ((int64_t(b) * kv_len + pos) * heads + h) * D;
+        uint16_t* to = out + b * t.seq + (pos / R) * t.tile + h * R * D + (pos % R) * D;
+        std::memcpy(to, k + from, size_t(D) * sizeof(uint16_t));
+        std::memcpy(to + R * heads * D, v + from, size_t(D) * sizeof(uint16_t));
+      }
+}
+
 }  // namespace
 
 int cmd_bench_attention(int argc, char** argv) {
   Args args;
   if (!args.parse(argc, argv, {"no-causal", "no-peak", "json", "help"},
                   {"batch", "seq", "heads", "kv-heads", "head-dim", "decode", "threads",
-                   "repeat", "warmup", "isa", "kv-type", "copies"}))
+                   "repeat", "warmup", "isa", "kv-type", "kv-layout", "copies"}))
     return usage_error(args.error());
   if (args.has("help")) {
     usage(stdout);
@@ -139,6 +172,15 @@ int cmd_bench_attention(int argc, char** argv) {
   KvType kv_type = KvType::f32;
   if (args.has("kv-type") && !parse_kv_type(args.str("kv-type"), &kv_type))
     return usage_error("--kv-type '" + args.str("kv-type") + "' is not one of f32, f16, bf16");
+  bool tiled = kv_type != KvType::f32;  // as a session holds its cache
+  if (args.has("kv-layout")) {
+    const std::string layout = args.str("kv-layout");
+    if (layout != "plain" && layout != "tiled")
+      return usage_error("--kv-layout '" + layout + "' is not one of plain, tiled");
+    tiled = layout == "tiled";
+    if (tiled && kv_type == KvType::f32)
+      return usage_error("--kv-layout tiled needs --kv-type f16 or bf16 (an f32 cache is read position-major)");
+  }
 
   AttentionParams a;
   a.kv_type = kv_type;
@@ -195,18 +237,36 @@ int cmd_bench_attention(int argc, char** argv) {
     }
   }
   const AttnOutput oo = packed_output(o.get(), a.q_len, a.q_heads, a.head_dim);
+  // --kv-layout tiled: K and V moved into one buffer of the session's tiles (the
+  // position-major buffers stay allocated, unread).
+  std::vector<Buffer> kc, vc;  // copy c ≥ 1 of K and V; tiled: kc[c] holds both, vc is empty
+  size_t kv_buf_bytes = size_t(kv_floats) * kv_type_bytes(kv_type);  // K (tiled: K and V) as stored
+  if (tiled) {
+    const TiledKv t = tiled_kv_shape(a.batch, a.kv_len, a.kv_heads, a.head_dim);
+    kv_buf_bytes = t.elements * sizeof(uint16_t);
+    kc.emplace_back(static_cast<float*>(alloc_maybe_huge(kv_buf_bytes)));
+    if (!kc.back()) {
+      std::fprintf(stderr, "%s: cannot allocate %.1f MiB for the tiled K and V\n", kName,
+                   double(kv_buf_bytes) / (1 << 20));
+      return 1;
+    }
+    tile_kv(reinterpret_cast<const uint16_t*>(k.get()), reinterpret_cast<const uint16_t*>(v.get()), a.batch,
+            a.kv_len, a.kv_heads, a.head_dim, t, reinterpret_cast<uint16_t*>(kc.back().get()));
+    const int64_t R = kKvTileRows, D = a.head_dim;
+    const auto* base = reinterpret_cast<const uint16_t*>(kc.back().get());
+    ki = AttnKvInput(base, t.seq, D, R * D, t.tile);
+    vi = AttnKvInput(base + R * a.kv_heads * D, t.seq, D, R * D, t.tile);
+  }
   // --copies: copy c of K and V (c ≥ 1) holds the same elements as the first.
-  std::vector<Buffer> kc, vc;
-  const size_t kv_buf_bytes = size_t(kv_floats) * kv_type_bytes(kv_type);  // one of K, V as stored
   for (long long c = 1; c < copies; ++c) {
-    for (auto* list : {&kc, &vc}) {
+    for (auto* list : tiled ? std::vector<std::vector<Buffer>*>{&kc} : std::vector<std::vector<Buffer>*>{&kc, &vc}) {
       list->emplace_back(static_cast<float*>(alloc_maybe_huge(kv_buf_bytes)));
       if (!list->back()) {
         std::fprintf(stderr, "%s: cannot allocate %lld copies of K and V (%.1f MiB)\n", kName, copies,
                      double(copies) * kv_bytes / (1 << 20));
         return 1;
       }
-      std::memcpy(list->back().get(), list == &kc ? k.get() : v.get(), kv_buf_bytes);
+      std::memcpy(list->back().get(), tiled ? kc.front().get() : list == &kc ? k.get() : v.get(), kv_buf_bytes);
     }
   }
   long long call = 0;
@@ -215,7 +275,14 @@ int cmd_bench_attention(int argc, char** argv) {
   auto run_once = [&]() -> double {
     const long long c = call++ % copies;
     AttnKvInput kx = ki, vx = vi;
-    if (c > 0) kx.data = kc[size_t(c - 1)].get(), vx.data = vc[size_t(c - 1)].get();
+    if (c > 0 && tiled) {  // the same offsets into copy c's buffer
+      const auto* from = reinterpret_cast<const char*>(kc.front().get());
+      const auto* to = reinterpret_cast<const char*>(kc[size_t(c)].get());
+      kx.data = to + (static_cast<const char*>(ki.data) - from);
+      vx.data = to + (static_cast<const char*>(vi.data) - from);
+    } else if (c > 0) {
+      kx.data = kc[size_t(c - 1)].get(), vx.data = vc[size_t(c - 1)].get();
+    }
     const auto t0 = Clock::now();
     const Status st = attention(a, qi, kx, vx, oo);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -276,6 +343,7 @@ int cmd_bench_attention(int argc, char** argv) {
     add("head_dim", std::to_string(a.head_dim));
     add("causal", causal ? "true" : "false");
     add("kv_type", std::string("\"") + kv_type_name(kv_type) + "\"");
+    add("kv_layout", tiled ? "\"tiled\"" : "\"plain\"");
     add("decode", decode ? "true" : "false");
     add("repeat", std::to_string(repeat));
     add("warmup", std::to_string(warmup));
@@ -304,7 +372,8 @@ int cmd_bench_attention(int argc, char** argv) {
   std::printf("shape     batch %d, q_len %d, kv_len %d, heads %d, kv_heads %d, head_dim %d, %s%s\n",
               a.batch, a.q_len, a.kv_len, a.q_heads, a.kv_heads, a.head_dim,
               causal ? "causal" : "non-causal", decode ? ", decode" : ", prefill");
-  std::printf("kernel    %s, %d threads, %s K/V\n", isa.c_str(), a.threads, kv_type_name(kv_type));
+  std::printf("kernel    %s, %d threads, %s K/V %s\n", isa.c_str(), a.threads, kv_type_name(kv_type),
+              tiled ? "in a session's tiles of 16 positions" : "position-major");
   std::printf("time      median %.3f ms (min %.3f, max %.3f) over %lld repeats after %lld warmup",
               median, ms.front(), ms.back(), repeat, warmup);
   if (copies > 1) std::printf(", %lld K/V copies in turn (%.1f MiB)", copies, double(copies) * kv_bytes / MiB);

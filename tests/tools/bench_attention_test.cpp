@@ -102,7 +102,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, BenchAttentionBadUsage,
                                            "--head-dim 0", "--isa bogus", "--batch 0",
                                            "--seq -5", "--seq ten", "--threads 0",
                                            "--decode 0", "--frobnicate", "stray",
-                                           "--copies 0", "--copies 4097", "--copies x"));
+                                           "--copies 0", "--copies 4097", "--copies x",
+                                           "--kv-type f16 --kv-layout bogus", "--kv-layout tiled",
+                                           "--kv-type f32 --kv-layout tiled"));
 
 TEST(BenchAttention, CopiesBeyondTheMemoryBoundAreUsageErrorsBeforeAllocating) {
   // 1000 copies of a 100000-key, 64 × 128 f32 cache would be ~6 TiB: refused by
@@ -138,6 +140,31 @@ TEST(BenchAttention, CopiesAreCalledInTurnAndReported) {
   EXPECT_NE(t.out.find("3 K/V copies in turn"), std::string::npos) << t.out;
 }
 
+TEST(BenchAttention, KvLayoutDefaultsToTheSessionsAndIsHonoured) {
+  // A 16-bit K/V is timed in a session's tiles unless --kv-layout plain says otherwise;
+  // an f32 one is position-major. Both layouts run (with copies: every copy is re-based
+  // into its own tiled buffer) and say which they timed, in JSON and in text.
+  struct Case {
+    const char* args;
+    const char* layout;
+  };
+  for (const Case c : {Case{"--kv-type f16", "tiled"}, Case{"--kv-type bf16", "tiled"},
+                       Case{"--kv-type f32", "plain"}, Case{"--kv-type f16 --kv-layout plain", "plain"},
+                       Case{"--kv-type bf16 --kv-layout tiled", "tiled"}}) {
+    const Result r = bench(std::string("--decode 37 --batch 2 --heads 4 --kv-heads 2 --head-dim 64 --repeat 3 "
+                                       "--warmup 1 --threads 2 --no-peak --json --copies 3 ") + c.args);
+    const nlohmann::json j = parse_one_object(r);
+    EXPECT_EQ(j.value("kv_layout", ""), c.layout) << c.args << "\n" << r.out << r.err;
+  }
+  const Result t = bench("--seq 40 --heads 4 --head-dim 32 --repeat 2 --warmup 0 --no-peak --kv-type f16");
+  EXPECT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("in a session's tiles of 16 positions"), std::string::npos) << t.out;
+  const Result p = bench("--seq 40 --heads 4 --head-dim 32 --repeat 2 --warmup 0 --no-peak --kv-type f16 "
+                         "--kv-layout plain");
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("position-major"), std::string::npos) << p.out;
+}
+
 TEST(BenchAttention, IsaTheCpuLacksIsUsageError) {
   if (kernels::may_use(kernels::Isa::avx512)) GTEST_SKIP() << "this CPU has every ISA";
   const Result r = bench("--isa avx512 --seq 64 --no-peak");
@@ -157,7 +184,7 @@ TEST(BenchAttention, HelpListsEveryOptionWithItsDefault) {
   EXPECT_EQ(r.code, 0);
   for (const char* opt : {"--batch", "--seq", "--heads", "--kv-heads", "--head-dim",
                           "--no-causal", "--decode", "--threads", "--repeat", "--warmup",
-                          "--isa", "--json", "--no-peak", "--copies"})
+                          "--isa", "--json", "--no-peak", "--copies", "--kv-type", "--kv-layout"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
   EXPECT_NE(r.out.find("default 2048"), std::string::npos);
   EXPECT_NE(r.out.find("default 10"), std::string::npos);
