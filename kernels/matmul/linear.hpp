@@ -72,6 +72,11 @@ struct LinearKernelImpl {
   size_t (*repacked_bytes)(const PackedWeights& w) = nullptr;
   void (*repack)(const PackedWeights& w, int64_t n0, int64_t n1, void* dst) = nullptr;
   int repack_rows = 0;
+  // Optional, for a kernel with its own layout: output rows [n0, n1) of the repacked w
+  // (n0 a multiple of repack_rows, n1 one too or N) dequantized into fp32, row n at
+  // out[(n − n0)·ldo], each value exactly the type's dequantize() of the stored row
+  // (what a prefill on another engine multiplies: graph/widened16.hpp).
+  void (*dequant_rows)(const PackedWeights& w, int64_t n0, int64_t n1, float* out, int64_t ldo) = nullptr;
 };
 
 // One registry line.

@@ -270,6 +270,44 @@ struct PanelQK {
         for (int i = 0; i < 8; ++i) std::memcpy(out + kHi + (i * R + r) * 4, b.qh + 4 * i, 4);
     }
   }
+  // Rows r0 .. r0 + rows − 1 (r0 a multiple of 8) of the super-block at p into fp32 at
+  // o (row r at o + r·ldo), as dequantize_k_scale_min computes them: d·sc·q − dmin·m,
+  // where d·sc·q and dmin·m are exact in fp32 (a contracted multiply-add rounds the
+  // same). 8 rows' values of 8 consecutive elements at a time, transposed 8 × 8.
+  static void unpack8(const uint8_t* p, int r0, float* o, int64_t ldo, int rows) {
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kD + 2 * r0)));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kDmin + 2 * r0)));
+    const auto u8s = [&](int at) {  // 8 rows' bytes at p + at as floats
+      return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + at))));
+    };
+    const __m256i nib = _mm256_set1_epi32(0xF), one = _mm256_set1_epi32(1);
+    for (int c = 0; c < 4; ++c) {
+      __m256 D[2], Mn[2];  // sub-blocks 2c (low nibbles) and 2c + 1 (high)
+      for (int h = 0; h < 2; ++h) {
+        D[h] = _mm256_mul_ps(d, u8s(kSc + R * (2 * c + h) + r0));
+        Mn[h] = _mm256_mul_ps(dmin, u8s(kMin + R * (2 * c + h) + r0));
+      }
+      for (int i = 0; i < 8; i += 2) {
+        __m256 v[2][8];
+        for (int ii = 0; ii < 2; ++ii) {
+          const __m256i raw = load32(p + kQ + ((c * 8 + i + ii) * R + r0) * 4);
+          __m256i hb = _mm256_setzero_si256();
+          if constexpr (k5) hb = load32(p + kHi + ((i + ii) * R + r0) * 4);
+          for (int t = 0; t < 4; ++t)
+            for (int h = 0; h < 2; ++h) {
+              __m256i q = _mm256_and_si256(_mm256_srli_epi32(raw, 8 * t + 4 * h), nib);
+              if constexpr (k5)
+                q = _mm256_or_si256(q, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(hb, 8 * t + 2 * c + h), one), 4));
+              v[h][4 * ii + t] = _mm256_sub_ps(_mm256_mul_ps(D[h], _mm256_cvtepi32_ps(q)), Mn[h]);
+            }
+        }
+        for (int h = 0; h < 2; ++h) {
+          transpose8(v[h]);
+          for (int r = 0; r < rows; ++r) _mm256_storeu_ps(o + r * ldo + 32 * (2 * c + h) + 4 * i, v[h][r]);
+        }
+      }
+    }
+  }
   // Bit j of every byte of h moved to bit 4 (the caller masks it).
   template <class V>
   static typename V::I bit_to_4(typename V::I h, int j) {
@@ -431,6 +469,34 @@ struct PanelQ6K {
     }
   }
 
+  // Rows r0 .. r0 + rows − 1 (r0 a multiple of 8) of the super-block at p into fp32 at
+  // o, as dequantize_q6_k computes them: d·sc·(q − 32), exact in fp32; 8 rows' values of
+  // 8 consecutive elements at a time, transposed 8 × 8.
+  static void unpack8(const uint8_t* p, int r0, float* o, int64_t ldo, int rows) {
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kD + 2 * r0)));
+    const __m256i nib = _mm256_set1_epi32(0xF), two = _mm256_set1_epi32(3), off = _mm256_set1_epi32(32);
+    for (int j = 0; j < 8; ++j) {  // block j: sub-blocks of 16 2j and 2j + 1
+      __m256 D[2];
+      for (int h = 0; h < 2; ++h)
+        D[h] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                    _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + kSc + R * (2 * j + h) + r0)))));
+      for (int i = 0; i < 8; i += 2) {  // elements 4i .. 4i + 7 of the block
+        __m256 v[8];
+        for (int ii = 0; ii < 2; ++ii) {
+          const __m256i lo = load32(p + kLo + ((j / 2 * 8 + i + ii) * R + r0) * 4);
+          const __m256i hi = load32(p + kHiQ + ((j / 4 * 8 + i + ii) * R + r0) * 4);
+          for (int t = 0; t < 4; ++t) {
+            const __m256i l = _mm256_and_si256(_mm256_srli_epi32(lo, 8 * t + 4 * (j & 1)), nib);
+            const __m256i u = _mm256_and_si256(_mm256_srli_epi32(hi, 8 * t + 2 * (j % 4)), two);
+            const __m256i q = _mm256_sub_epi32(_mm256_or_si256(l, _mm256_slli_epi32(u, 4)), off);
+            v[4 * ii + t] = _mm256_mul_ps(D[i / 4], _mm256_cvtepi32_ps(q));
+          }
+        }
+        transpose8(v);
+        for (int r = 0; r < rows; ++r) _mm256_storeu_ps(o + r * ldo + 32 * j + 4 * i, v[r]);
+      }
+    }
+  }
   // Group i of block j (32 weights) at p: its 6-bit weights, one a byte — the low nibble
   // from the pair's vector, the top bits 2k, 2k + 1 of the quad's (k = j % 4) at bits 4-5.
   template <class V>
@@ -668,8 +734,18 @@ struct PanelKLinear {
     };
     prepare_then_share(rows, nt, prepare, share);
   }
+  // Rows [n0, n1) of the panels into fp32 rows ldo apart, 8 rows and a super-block at a time.
+  static void dequant_rows(const PackedWeights& w, int64_t n0, int64_t n1, float* out, int64_t ldo) {
+    const int64_t nsb = w.K / kQKK;
+    for (int64_t n = n0; n < n1; n += 8) {
+      const uint8_t* panel = static_cast<const uint8_t*>(w.data) + size_t(n / kRows) * panel_bytes(w);
+      const int rows = int(std::min<int64_t>(8, n1 - n));
+      for (int64_t sb = 0; sb < nsb; ++sb)
+        P::unpack8(panel + size_t(sb) * P::kBytes, int(n % kRows), out + (n - n0) * ldo + sb * kQKK, ldo, rows);
+    }
+  }
   static constexpr LinearKernelImpl impl(const char* name) {
-    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kRows};
+    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kRows, dequant_rows};
   }
 };
 

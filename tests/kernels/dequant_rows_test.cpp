@@ -1,0 +1,82 @@
+// LinearKernelImpl::dequant_rows on every registry line that has it (the repacked panel
+// types) and that this CPU runs: rows dequantized from the kernel's own layout equal the
+// type's reference dequantize() of the stored rows bit for bit (both are the fp32
+// product of the f16 scale and a small integer), for ranges that start and end on panel
+// edges and a last panel of fewer rows; nothing is written outside the rows asked for
+// (the gap between rows of ldo > K and the rows past n1 keep their NaN).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/matmul/linear.hpp"
+#include "kernels/quant/quant.hpp"
+
+namespace headwise::kernels {
+namespace {
+
+quant::WType wtype_of(WeightType t) {
+  switch (t) {
+    case WeightType::q8_0: return quant::WType::q8_0;
+    case WeightType::q4_0: return quant::WType::q4_0;
+    case WeightType::q4_k: return quant::WType::q4_k;
+    case WeightType::q5_k: return quant::WType::q5_k;
+    case WeightType::q6_k: return quant::WType::q6_k;
+    default: return quant::WType::f32;
+  }
+}
+
+TEST(DequantRows, PanelsDequantizeToTheStoredRowsValues) {
+  int checked = 0;
+  for (const LinearKernel& lk : linear_kernels()) {
+    if (!lk.impl->dequant_rows || !may_use(lk.isa)) continue;
+    const quant::TypeInfo* ti = quant::type_info(wtype_of(lk.type));
+    ASSERT_NE(ti, nullptr) << lk.symbol;
+    for (int K : {ti->block, 7 * ti->block}) {
+      for (int N : {5, 8, 29}) {
+        std::mt19937 g(uint32_t(K * 31 + N));
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        const size_t rb = quant::row_bytes(*ti, K);
+        std::vector<uint8_t> stored(rb * N);
+        std::vector<float> row(K);
+        for (int n = 0; n < N; ++n) {
+          for (float& v : row) v = nd(g);
+          ti->quantize(row.data(), stored.data() + rb * n, K);
+        }
+        PackedWeights w;
+        w.type = lk.type, w.data = stored.data(), w.K = w.Kp = K, w.N = N;
+        w.KB = ti->block, w.NB = 1, w.row_bytes = int64_t(rb);
+        if (!lk.impl->supports(w)) continue;
+        std::vector<uint8_t> copy(lk.impl->repacked_bytes(w) + 64);
+        for (int64_t n0 = 0; n0 < N; n0 += lk.impl->repack_rows)
+          lk.impl->repack(w, n0, std::min<int64_t>(N, n0 + lk.impl->repack_rows), copy.data());
+        PackedWeights pw = w;
+        pw.data = copy.data();
+        pw.repacked = true;
+        const int64_t ldo = K + 3, R = lk.impl->repack_rows;
+        for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, N}, {0, std::min<int64_t>(R, N)}, {R, N}}) {
+          if (n0 >= n1) continue;
+          std::vector<float> out(size_t(N) * ldo, NAN);
+          lk.impl->dequant_rows(pw, n0, n1, out.data(), ldo);
+          for (int64_t n = 0; n < N; ++n) {
+            const float* o = out.data() + (n - n0) * ldo;
+            if (n < n0 || n >= n1) continue;
+            ti->dequantize(stored.data() + rb * n, row.data(), K);
+            ASSERT_EQ(std::memcmp(o, row.data(), size_t(K) * sizeof(float)), 0)
+                << lk.symbol << " K " << K << " N " << N << " row " << n << " of [" << n0 << ", " << n1 << ")";
+            for (int64_t k = K; k < ldo && n + 1 < n1; ++k) ASSERT_TRUE(std::isnan(o[k])) << "wrote between rows";
+          }
+          for (size_t i = size_t(n1 - n0) * ldo; i < out.size(); ++i)
+            ASSERT_TRUE(std::isnan(out[i])) << lk.symbol << ": wrote past row " << n1;
+        }
+        ++checked;
+      }
+    }
+  }
+  if (!checked) GTEST_SKIP() << "no registry line with dequant_rows runs on this CPU";
+}
+
+}  // namespace
+}  // namespace headwise::kernels
