@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -72,7 +73,29 @@ kernels::PackedWeights describe_blocked(const memory::desc& md, const float* dat
 
 size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 
+// Prefill of quantized weights on oneDNN's bf16 matmul over chunks dequantized per call
+// (Widened16::create_dequant), where that matmul runs on AMX: asked once (a 256 × 768 ×
+// 768 primitive's implementation), or forced by tests.
+std::atomic<int> dequant_prefill_override{-1};
+bool onednn_bf16_on_amx() {
+  static const bool amx = [] {
+    try {
+      const memory::desc any({768, 768}, dt::bf16, tag::any);
+      return std::string(make_pd(256, 768, 768, any, false, dt::bf16).impl_info_str()).find("amx") != std::string::npos;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return amx;
+}
+bool dequant_prefill() {
+  const int o = dequant_prefill_override.load();
+  return o >= 0 ? o != 0 : onednn_bf16_on_amx();
+}
+
 }  // namespace
+
+void Projection::set_dequant_prefill_override(int v) { dequant_prefill_override.store(v < 0 ? -1 : v != 0); }
 
 struct Projection::Onednn {
   struct Class {
@@ -191,6 +214,15 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
     if (!s.ok()) return s;
   } else if (MappedFile::holds(w, p->weight_bytes_)) {
     const Status s = p->copy_mapped_rows(arena);
+    if (!s.ok()) return s;
+  }
+  // Quantized weights repacked into panels, on a CPU whose oneDNN bf16 matmul runs on
+  // AMX: prefill from kDequantMinRows rows on that matmul over chunks dequantized per
+  // call (widened16.hpp; ~5× the int8 tiles' rate there); fewer rows (decode) stay on
+  // the registry kernel. Null when oneDNN has no fast bf16 matmul: the kernel takes all.
+  if (pw.repacked && p->small_->impl->dequant_rows && isa == kernels::Isa::avx512 &&
+      kernels::quant::cpu_has_avx512_vnni_bf16() && dequant_prefill()) {
+    const Status s = Widened16::create_dequant(*p->small_->impl, pw, p->bias_, kDequantMinRows, isa, &p->widen_);
     if (!s.ok()) return s;
   }
   if (type == kernels::WeightType::bf16 && isa == kernels::Isa::avx512 && kernels::quant::cpu_has_avx512_vnni_bf16()) {
@@ -385,8 +417,8 @@ size_t Projection::staging_bytes(int rows) const {
 
 size_t Projection::scratch_bytes(int rows) const {
   size_t pad = 0, small = 0;
-  if (widen_ && rows >= Widened16::kMinRows) {  // widened | the small kernel for the last rows
-    const int rest = std::min(rows, Widened16::kMinRows - 1);
+  if (widen_ && rows >= widen_->min_rows()) {  // widened | the small kernel for the last rows
+    const int rest = std::min(rows, widen_->min_rows() - 1);
     return round64(widen_->scratch_bytes(rows)) + round64(small_->impl->scratch_bytes(packed_, rest));
   }
   const size_t staging = staging_bytes(rows);
@@ -403,7 +435,7 @@ size_t Projection::scratch_bytes(int rows) const {
 Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
                        void* scratch) const {
   if (M <= 0) return Status::Ok();
-  if (widen_ && M >= Widened16::kMinRows) {
+  if (widen_ && M >= widen_->min_rows()) {
     const int taken = Widened16::rows_taken(M);
     const Status s = widen_->run(x, ldx, y, ldy, taken, threads, scratch);
     if (!s.ok() || taken == M) return s;
@@ -476,7 +508,7 @@ Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M
 
 bool Projection::can_slice(int M) const {
   if (!small_ || M < 1) return false;
-  if (widen_ && M >= Widened16::kMinRows) return false;
+  if (widen_ && M >= widen_->min_rows()) return false;
   if (dnn_ && !dnn_->classes.empty() && M >= dnn_->classes.front().rows) return false;
   return small_->impl->max_rows == 0 || M <= small_->impl->max_rows;
 }
@@ -517,7 +549,7 @@ std::string Projection::small_kernel() const {
 }
 
 std::string Projection::implementation(int M) const {
-  if (widen_ && M >= Widened16::kMinRows) {
+  if (widen_ && M >= widen_->min_rows()) {
     const int rest = M - Widened16::rows_taken(M);
     return widen_->implementation(M) + (rest ? " + " + small_kernel() + "×" + std::to_string(rest) : "");
   }

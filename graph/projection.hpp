@@ -59,6 +59,12 @@ class Projection {
   // BF16 weights (oneDNN bf16 matmul): classes up to 256 rows, so the bf16 copy of the
   // inputs in scratch stays ≤ 256·K·2 bytes; oneDNN runs 256 rows as fast as 1024.
   static constexpr int kMaxBf16ClassRows = 256;
+  // Quantized weights on AMX (create_typed): rows from which prefill dequantizes them
+  // into bf16 chunks for oneDNN's matmul (fewer: the registry kernel's int8 tiles).
+  static constexpr int kDequantMinRows = 64;
+  // Tests: 1 forces that path wherever oneDNN has a bf16 matmul (AVX512-BF16), 0 keeps
+  // it off, -1 restores detection (oneDNN's bf16 matmul on AMX). Read by create_typed.
+  static void set_dequant_prefill_override(int v);
 
   // f32 weights: element (k, n) of the logical K×N weight at w[k·stride_k + n·stride_n]
   // ([N][K] PyTorch Linear storage: stride_k = 1, stride_n = K). bias: N floats or null.

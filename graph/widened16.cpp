@@ -43,20 +43,28 @@ struct Widened16::Impl {
   const uint16_t* w = nullptr;
   bool f16 = false;  // else bf16
   const kernels::KvConvert* widen = nullptr;
+  // Dequantized (create_dequant): the registry kernel's repacked weights, dequantized
+  // into fp32 rows and rounded to bf16 per chunk; the inputs rounded to bf16 per pass.
+  const kernels::LinearKernelImpl* dq = nullptr;
+  kernels::PackedWeights pw;
+  std::string type_name;  // what the chunks are made of, for messages
+  int min_rows = kMinRows;
   int K = 0, N = 0;
   std::vector<float> bias;
   ChunkPrims full, tail;  // tail.cols == 0: N is a multiple of full.cols
   std::vector<int> classes;
   size_t pad = 0;         // the largest scratchpad of any primitive
 
-  // The widened chunk: [cols][K] fp32 rows, i.e. the K×cols matrix with strides (1, K).
-  memory::desc chunk_desc(int cols) const { return memory::desc({K, cols}, dt::f32, memory::dims{1, K}); }
+  // The widened chunk: [cols][K] fp32 (bf16 when dequantized) rows, i.e. the K×cols
+  // matrix with strides (1, K).
+  dt elem() const { return dq ? dt::bf16 : dt::f32; }
+  memory::desc chunk_desc(int cols) const { return memory::desc({K, cols}, elem(), memory::dims{1, K}); }
 
   Status make(ChunkPrims& c, int cols) {
     c.cols = cols;
     const dnnl::primitive_attr attr = user_scratchpad();
     for (int rows : classes) {
-      const memory::desc src({rows, K}, dt::f32, tag::ab), dst({rows, cols}, dt::f32, tag::ab);
+      const memory::desc src({rows, K}, elem(), tag::ab), dst({rows, cols}, dt::f32, tag::ab);
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, chunk_desc(cols), dst), attr, cpu_engine());
       const std::string impl = pd.impl_info_str();
       if (impl.find("ref") != std::string::npos) return Status(StatusCode::unsupported, impl);
@@ -68,7 +76,38 @@ struct Widened16::Impl {
     return Status::Ok();
   }
 
-  size_t wchunk_bytes() const { return round64(size_t(K) * full.cols * sizeof(float)); }
+  // fp32 rows of a chunk, then (dequantized) their bf16 copy
+  size_t wchunk_bytes() const { return round64(size_t(K) * full.cols * (dq ? 6 : 4)); }
+  // Dequantized: input rows rounded to bf16 per pass of at most this many (a multiple
+  // of kMinRows): ≤ 8 MiB of staging, whole classes of up to kMaxRows.
+  int pass_rows() const {
+    const int64_t fit = std::max<int64_t>(kMinRows, (int64_t(8) << 20) / (2 * int64_t(K)) / kMinRows * kMinRows);
+    return int(std::min<int64_t>(kMaxRows, fit));
+  }
+  // Chunk columns [n0, n0 + cols) of the weights into wbuf as the matmul reads them.
+  void fill_chunk(int n0, int cols, void* wbuf, int threads) const {
+    auto* wf = static_cast<float*>(wbuf);
+    if (dq) {  // a panel at a time (dequant_rows starts on one): fp32, then bf16
+      auto* wb = reinterpret_cast<uint16_t*>(static_cast<char*>(wbuf) + round64(size_t(K) * full.cols * 4));
+      const int step = dq->repack_rows, groups = (cols + step - 1) / step;
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int g = 0; g < groups; ++g) {
+        const int j0 = g * step, j1 = std::min(cols, j0 + step);
+        dq->dequant_rows(pw, n0 + j0, n0 + j1, wf + size_t(j0) * K, K);
+        widen->f32_to_bf16(wf + size_t(j0) * K, wb + size_t(j0) * K, int64_t(j1 - j0) * K);
+      }
+      return;
+    }
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int j = 0; j < cols; ++j) {
+      const uint16_t* src = w + size_t(n0 + j) * K;
+      if (f16) widen->f16_to_f32(src, wf + size_t(j) * K, K);
+      else widen->bf16_to_f32(src, wf + size_t(j) * K, K);
+    }
+  }
+  void* chunk_data(void* wbuf) const {
+    return dq ? static_cast<char*>(wbuf) + round64(size_t(K) * full.cols * 4) : wbuf;
+  }
   // Largest class ≤ rows (rows ≥ kMinRows).
   int largest_class(int rows) const {
     int c = 0;
@@ -76,24 +115,20 @@ struct Widened16::Impl {
     return c;
   }
 
-  // M dense rows of x (a multiple of kMinRows): every chunk widened once, then each
-  // class-sized piece of the rows multiplied by it.
-  void pass(const float* x, int M, float* y, int64_t ldy, int threads, char* pad_p, void* wbuf, float* dbuf,
+  // M dense rows of x (a multiple of kMinRows; fp32, or bf16 when dequantized): every
+  // chunk widened once, then each class-sized piece of the rows multiplied by it.
+  void pass(const void* x, int M, float* y, int64_t ldy, int threads, char* pad_p, void* wbuf, float* dbuf,
             dnnl::stream& stream) const {
     const memory scratch(memory::desc({memory::dim(std::max<size_t>(pad, 1))}, dt::u8, tag::a), cpu_engine(), pad_p);
+    const size_t xrow = size_t(K) * (dq ? 2 : 4);
     for (int n0 = 0; n0 < N; n0 += full.cols) {
       const ChunkPrims& c = n0 + full.cols <= N ? full : tail;
-      auto* wf = static_cast<float*>(wbuf);
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int j = 0; j < c.cols; ++j) {
-        const uint16_t* src = w + size_t(n0 + j) * K;
-        if (f16) widen->f16_to_f32(src, wf + size_t(j) * K, K);
-        else widen->bf16_to_f32(src, wf + size_t(j) * K, K);
-      }
-      memory wm(chunk_desc(c.cols), cpu_engine(), wbuf);
+      fill_chunk(n0, c.cols, wbuf, threads);
+      memory wm(chunk_desc(c.cols), cpu_engine(), chunk_data(wbuf));
       for (int r0 = 0; r0 < M;) {
         const int k = largest_class(M - r0), rows = classes[k];
-        memory xs(memory::desc({rows, K}, dt::f32, tag::ab), cpu_engine(), const_cast<float*>(x + size_t(r0) * K));
+        memory xs(memory::desc({rows, K}, elem(), tag::ab), cpu_engine(),
+                  const_cast<char*>(static_cast<const char*>(x) + size_t(r0) * xrow));
         memory ys(memory::desc({rows, c.cols}, dt::f32, tag::ab), cpu_engine(), dbuf);
         std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, ys}};
         if (c.pads[k]) args.insert({DNNL_ARG_SCRATCHPAD, scratch});
@@ -130,30 +165,58 @@ Status Widened16::create(kernels::WeightType type, const uint16_t* w, int K, int
   d->w = w;
   d->f16 = type == kernels::WeightType::f16;
   d->widen = &kernels::kv_convert(isa);
+  d->type_name = kernels::weight_type_name(type);
   d->K = K;
   d->N = N;
   if (bias) d->bias.assign(bias, bias + N);
+  return finish(std::move(d), out);
+}
+
+Status Widened16::create_dequant(const kernels::LinearKernelImpl& k, const kernels::PackedWeights& w,
+                                 const float* bias, int min_rows, kernels::Isa isa,
+                                 std::unique_ptr<Widened16>* out) {
+  out->reset();
+  if (!k.dequant_rows || !w.repacked)
+    return Status(StatusCode::invalid_argument, std::string("dequantized weights need a kernel's repacked ") +
+                                                    kernels::weight_type_name(w.type) + " panels and its dequant_rows");
+  auto d = std::make_unique<Impl>();
+  d->dq = &k;
+  d->pw = w;
+  d->widen = &kernels::kv_convert(isa);
+  d->type_name = kernels::weight_type_name(w.type);
+  d->min_rows = std::max(kMinRows, min_rows / kMinRows * kMinRows);
+  d->K = w.K;
+  d->N = w.N;
+  if (bias) d->bias.assign(bias, bias + w.N);
+  return finish(std::move(d), out);
+}
+
+Status Widened16::finish(std::unique_ptr<Impl> d, std::unique_ptr<Widened16>* out) {
   for (int rows = kMinRows; rows <= kMaxRows; rows *= 2) d->classes.push_back(rows);
   try {
-    const int cols = chunk_cols(K, N);
+    const int cols = chunk_cols(d->K, d->N);
     if (!d->make(d->full, cols).ok()) return Status::Ok();
-    if (N % cols && !d->make(d->tail, N % cols).ok()) return Status::Ok();
+    if (d->N % cols && !d->make(d->tail, d->N % cols).ok()) return Status::Ok();
   } catch (const dnnl::error& e) {
-    return Status(StatusCode::internal, std::string("oneDNN could not prepare the widened ") +
-                                            kernels::weight_type_name(type) + " " + std::to_string(K) + "x" +
-                                            std::to_string(N) + " matmul: " + e.what());
+    return Status(StatusCode::internal, "oneDNN could not prepare the " + std::string(d->dq ? "dequantized " : "widened ") +
+                                            d->type_name + " " + std::to_string(d->K) + "x" + std::to_string(d->N) +
+                                            " matmul: " + e.what());
   }
   out->reset(new Widened16(std::move(d)));
   return Status::Ok();
 }
 
+int Widened16::min_rows() const { return impl_->min_rows; }
+
 // oneDNN scratchpad | widened chunk | the chunk's output rows | staging for strided x
+// (dequantized: the inputs of a pass rounded to bf16)
 size_t Widened16::scratch_bytes(int rows) const {
   const Impl& d = *impl_;
-  if (rows < kMinRows) return 0;
+  if (rows < d.min_rows) return 0;
   const int most = d.classes[d.largest_class(rows)];
-  return round64(d.pad) + d.wchunk_bytes() + round64(size_t(most) * d.full.cols * sizeof(float)) +
-         round64(size_t(kMinRows) * d.K * sizeof(float));
+  const size_t staging = d.dq ? size_t(std::min(rows_taken(rows), d.pass_rows())) * d.K * sizeof(uint16_t)
+                              : size_t(kMinRows) * d.K * sizeof(float);
+  return round64(d.pad) + d.wchunk_bytes() + round64(size_t(most) * d.full.cols * sizeof(float)) + round64(staging);
 }
 
 Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
@@ -169,7 +232,15 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
   try {
     ScopedOmpThreads omp_threads(threads);
     thread_local dnnl::stream stream(cpu_engine());
-    if (ldx == d.K) {
+    if (d.dq) {  // passes of rows rounded to bf16 (every chunk dequantized once a pass)
+      auto* xb = reinterpret_cast<uint16_t*>(xs);
+      for (int r0 = 0; r0 < M; r0 += d.pass_rows()) {
+        const int rows = std::min(M - r0, d.pass_rows());
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int r = 0; r < rows; ++r) d.widen->f32_to_bf16(x + (r0 + r) * ldx, xb + size_t(r) * d.K, d.K);
+        d.pass(xb, rows, y + r0 * ldy, ldy, threads, pad_p, wbuf, dbuf, stream);
+      }
+    } else if (ldx == d.K) {
       d.pass(x, M, y, ldy, threads, pad_p, wbuf, dbuf, stream);
     } else {  // the primitives are made for dense rows: staged kMinRows at a time
       for (int r0 = 0; r0 < M; r0 += kMinRows) {
@@ -180,8 +251,8 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
     }
     stream.wait();
   } catch (const dnnl::error& e) {
-    return Status(StatusCode::internal, std::string("oneDNN matmul on widened ") + (d.f16 ? "f16" : "bf16") +
-                                            " weights failed: " + e.what());
+    return Status(StatusCode::internal, std::string("oneDNN matmul on ") + (d.dq ? "dequantized " : "widened ") +
+                                            d.type_name + " weights failed: " + e.what());
   }
   return Status::Ok();
 }
@@ -194,7 +265,7 @@ std::string Widened16::implementation(int M) const {
     const int rows = r0 < M ? d.classes[d.largest_class(M - r0)] : 0;
     if (rows != last && count) {
       if (!out.empty()) out += " + ";
-      out += "oneDNN:" + d.full.impl + " on " + (d.f16 ? "f16" : "bf16") + " widened per " +
+      out += "oneDNN:" + d.full.impl + " on " + d.type_name + (d.dq ? " dequantized to bf16" : " widened") + " per " +
              std::to_string(d.full.cols) + " columns×" + std::to_string(last) +
              (count > 1 ? "×" + std::to_string(count) : "");
       count = 0;

@@ -20,6 +20,16 @@
 // Inputs stay fp32 (the bf16 matmul rounds them to bf16), so each output differs from
 // the float64 product of the stored weights only by the fp32 rounding of the sums.
 //
+// Quantized weights on a CPU with AMX (create_dequant; Projection::create_typed): the
+// int8 tiles of the registry kernels reach ~200 GFLOP/s a core in prefill where oneDNN's
+// AMX bf16 matmul reaches 900-1300 (an Intel VM with AMX, 2026-12-04, one thread,
+// 256-512 × 768-2048 × 128-768). So prefill dequantizes a chunk of output rows of the
+// kernel's repacked panels (LinearKernelImpl::dequant_rows: exact fp32 values d·q),
+// rounds them to bf16 [cols][K] rows and multiplies them by the inputs rounded to bf16
+// (per pass of ≤ 8 MiB of rows) with that matmul. Its error: both operands rounded to
+// bf16 (2⁻⁹ relative each, as BF16 weights' inputs are), fp32 sums; from min_rows rows,
+// below which the dequantization costs more than the int8 tiles' slower products.
+//
 // Made once per projection (primitives for every row class and both chunk widths);
 // run() executes them, with no allocation.
 #pragma once
@@ -43,7 +53,17 @@ class Widened16 {
   // fast f32 matmul here (a reference implementation): the caller keeps its other paths.
   static Status create(kernels::WeightType type, const uint16_t* w, int K, int N, const float* bias,
                        kernels::Isa isa, std::unique_ptr<Widened16>* out);
+  // Weights w repacked by the registry kernel k (k.dequant_rows; w.repacked, read at
+  // every call), dequantized per call into bf16 chunks for oneDNN's bf16 matmul, for M ≥
+  // min_rows (rounded down to a multiple of kMinRows). *out stays null when oneDNN has
+  // no fast bf16 matmul here.
+  static Status create_dequant(const kernels::LinearKernelImpl& k, const kernels::PackedWeights& w,
+                               const float* bias, int min_rows, kernels::Isa isa,
+                               std::unique_ptr<Widened16>* out);
   ~Widened16();
+
+  // Fewer rows than this are the caller's (kMinRows, or create_dequant's min_rows).
+  int min_rows() const;
 
   // The rows of M that run() computes: M rounded down to a multiple of kMinRows (as
   // classes of 16..1024 rows); the rest (fewer than 16) is the caller's.
@@ -59,6 +79,7 @@ class Widened16 {
  private:
   struct Impl;
   explicit Widened16(std::unique_ptr<Impl> impl);
+  static Status finish(std::unique_ptr<Impl> d, std::unique_ptr<Widened16>* out);
   std::unique_ptr<Impl> impl_;
 };
 

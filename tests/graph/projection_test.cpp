@@ -228,6 +228,107 @@ TEST(Projection, F16WeightsMatchReferenceAroundTheClassEdges) {
   check_half_shapes(kernels::WeightType::f16, false);
 }
 
+// Quantized weights repacked into panels (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) in prefill on oneDNN's bf16 matmul
+// over chunks dequantized per call (Widened16::create_dequant; on by default where that
+// matmul runs on AMX, forced here wherever oneDNN has a bf16 one): from
+// kDequantMinRows rows, the rows of whole 16-row classes multiply the dequantized
+// weights rounded to bf16 by the inputs rounded to bf16, so their float64 reference
+// rounds both the same way (RNE) and only the fp32 order of the sums differs: the f32
+// test's bound, 1e-6·Σ|terms|·√K. The rows left (M % 16, or all below the minimum) run
+// on the int8 tiles: their reference takes the inputs as prepared int8 blocks
+// (activation_values), with the same bound. M 1100: passes of 1024 and 64 rows and 12
+// left; N 300: chunks of 128, 128, 44; N 29: one chunk with a part-filled panel; K 2112
+// and 2304: 64-column chunks. Forced off, the path is never taken.
+void check_dequant(kernels::WeightType type, int M, int K, int N, bool bias, bool strided) {
+  namespace q = kernels::quant;
+  const q::WType wt = type == kernels::WeightType::q8_0   ? q::WType::q8_0
+                      : type == kernels::WeightType::q4_0 ? q::WType::q4_0
+                      : type == kernels::WeightType::q4_k ? q::WType::q4_k
+                      : type == kernels::WeightType::q5_k ? q::WType::q5_k
+                                                          : q::WType::q6_k;
+  const q::TypeInfo& ti = *q::type_info(wt);
+  std::mt19937 g(M * 17 + K * 3 + N);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const size_t rb = q::row_bytes(ti, K);
+  std::vector<uint8_t> w(rb * N);
+  std::vector<float> row(K), b(N), wd(size_t(K) * N);
+  for (int n = 0; n < N; ++n) {
+    for (float& v : row) v = u(g);
+    ti.quantize(row.data(), w.data() + rb * n, K);
+    ti.dequantize(w.data() + rb * n, wd.data() + size_t(n) * K, K);
+  }
+  for (float& v : b) v = u(g);
+  std::unique_ptr<Projection> pl;
+  Status s = Projection::create_typed(type, w.data(), K, N, bias ? b.data() : nullptr, Isa::avx512, &pl);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const std::string impl = pl->implementation(M);
+  const bool on = M >= Projection::kDequantMinRows;
+  ASSERT_EQ(impl.find("dequantized to bf16") != std::string::npos, on) << impl;
+  EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
+  const int taken = on ? M / 16 * 16 : 0;
+  const int64_t ldx = K + (strided ? 5 : 0), ldy = N + (strided ? 3 : 0);
+  std::vector<float> x(size_t(M) * ldx), y(size_t(M) * ldy);
+  for (float& v : x) v = u(g);
+  std::vector<uint8_t> xa(q::act_row_bytes(q::ActKind::q8a, K));
+  std::vector<double> xv(K);
+  struct alignas(64) Line {
+    char b[64];
+  };
+  std::vector<Line> scratch(pl->scratch_bytes(M) / 64 + 1);
+  for (int threads : {1, 2}) {
+    std::fill(y.begin(), y.end(), NAN);
+    s = pl->run(x.data(), ldx, y.data(), ldy, M, threads, scratch.data());
+    ASSERT_TRUE(s.ok()) << s.message();
+    double worst = 0;
+    for (int r = 0; r < M; ++r) {
+      const bool bf16 = r < taken;
+      if (bf16) {
+        for (int k = 0; k < K; ++k) xv[k] = q::bf16_to_f32(q::f32_to_bf16(x[r * ldx + k]));
+      } else {
+        q::prepare_activations(q::ActKind::q8a, x.data() + r * ldx, xa.data(), K);
+        q::activation_values(q::ActKind::q8a, xa.data(), xv.data(), K);
+      }
+      for (int n = 0; n < N; ++n) {
+        double ref = bias ? b[n] : 0.0, mag = std::fabs(ref);
+        for (int k = 0; k < K; ++k) {
+          const float wv = wd[size_t(n) * K + k];
+          const double p = xv[k] * (bf16 ? q::bf16_to_f32(q::f32_to_bf16(wv)) : wv);
+          ref += p;
+          mag += std::fabs(p);
+        }
+        const double err = std::fabs(y[r * ldy + n] - ref) / (mag * std::sqrt(double(K)) * 1e-6 + 1e-30);
+        worst = std::max(worst, std::isnan(y[r * ldy + n]) ? INFINITY : err);
+      }
+      for (int64_t n = N; n < ldy; ++n) ASSERT_TRUE(std::isnan(y[r * ldy + n])) << "wrote past N";
+    }
+    EXPECT_LE(worst, 1.0) << kernels::weight_type_name(type) << " M " << M << " K " << K << " N " << N
+                          << " threads " << threads << " impl " << impl;
+  }
+}
+
+TEST(Projection, QuantWeightsDequantizedToBf16MatchReference) {
+  if (!kernels::may_use(Isa::avx512) || !kernels::quant::cpu_has_avx512_vnni_bf16())
+    GTEST_SKIP() << "the dequantized prefill runs on avx512 plans with AVX512-BF16";
+  Projection::set_dequant_prefill_override(1);
+  using WT = kernels::WeightType;
+  for (auto type : {WT::q8_0, WT::q4_0, WT::q4_k, WT::q5_k, WT::q6_k}) {
+    const bool k_quant = type != WT::q8_0 && type != WT::q4_0;  // K: whole super-blocks of 256
+    for (int M : {1, 63, 64, 79, 300, 1100})
+      for (auto [K, N] : {std::pair{k_quant ? 256 : 64, 29}, {k_quant ? 512 : 96, 300}, {k_quant ? 2304 : 2112, 70}}) {
+        if (M == 1100 && K > 512) continue;  // (the float64 reference's time)
+        check_dequant(type, M, K, N, /*bias=*/M % 2 == 1, /*strided=*/N != 300);
+      }
+  }
+  Projection::set_dequant_prefill_override(0);
+  for (auto type : {WT::q8_0, WT::q4_0, WT::q4_k, WT::q5_k, WT::q6_k}) {
+    std::vector<uint8_t> w(272 * 64, 0);  // 64 rows of 256 elements of any of them (Q8_0: 272 bytes)
+    std::unique_ptr<Projection> pl;
+    ASSERT_TRUE(Projection::create_typed(type, w.data(), 256, 64, nullptr, Isa::avx512, &pl).ok());
+    EXPECT_EQ(pl->implementation(512).find("dequantized"), std::string::npos) << pl->implementation(512);
+  }
+  Projection::set_dequant_prefill_override(-1);
+}
+
 // Typed weights repacked at load (Q4_K's 8-row panels) into their own mapping, here
 // 2.14 MB: one 2 MiB huge page and a 4 KiB-page tail (graph/projection.cpp), with a last
 // panel of 3 rows. The x86 entries read the panels, the scalar entry the GGUF rows as
