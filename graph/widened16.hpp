@@ -21,9 +21,9 @@
 // the float64 product of the stored weights only by the fp32 rounding of the sums.
 //
 // Quantized weights on a CPU with AMX (create_dequant; Projection::create_typed): the
-// int8 tiles of the registry kernels reach ~200 GFLOP/s a core in prefill where oneDNN's
-// AMX bf16 matmul reaches 900-1300 (an Intel VM with AMX, 2026-12-04, one thread,
-// 256-512 × 768-2048 × 128-768). So prefill dequantizes a chunk of output rows of the
+// int8 tiles of the registry kernels reach 180-300 GFLOP/s a core in prefill where
+// oneDNN's AMX bf16 matmul reaches 900-1300 (an Intel VM with AMX, 2026-12-04, one
+// thread, 256-512 × 768-2048 × 128-768). So prefill dequantizes a chunk of output rows of the
 // kernel's repacked panels (LinearKernelImpl::dequant_rows: exact fp32 values d·q),
 // rounds them to bf16 [cols][K] rows and multiplies them by the inputs rounded to bf16
 // (per pass of ≤ 8 MiB of rows) with that matmul. Its error: both operands rounded to

@@ -313,7 +313,7 @@ TEST(Projection, QuantWeightsDequantizedToBf16MatchReference) {
   using WT = kernels::WeightType;
   for (auto type : {WT::q8_0, WT::q4_0, WT::q4_k, WT::q5_k, WT::q6_k}) {
     const bool k_quant = type != WT::q8_0 && type != WT::q4_0;  // K: whole super-blocks of 256
-    for (int M : {1, 63, 64, 79, 300, 1100})
+    for (int M : {1, 79, Projection::kDequantMinRows - 1, Projection::kDequantMinRows, 300, 1100})
       for (auto [K, N] : {std::pair{k_quant ? 256 : 64, 29}, {k_quant ? 512 : 96, 300}, {k_quant ? 2304 : 2112, 70}}) {
         if (M == 1100 && K > 512) continue;  // (the float64 reference's time)
         check_dequant(type, M, K, N, /*bias=*/M % 2 == 1, /*strided=*/N != 300);
