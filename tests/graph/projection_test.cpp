@@ -139,6 +139,45 @@ TEST(Projection, NeverTheReferenceMatmul) {
   }
 }
 
+// Runs pl on M random rows (strided: ldx = K + 5, ldy = N + 3) with 1 and 2 threads and
+// expects every output within the f32 bound, 1e-6·Σ|terms|·√K, of the float64 reference
+// bias(n) + Σ_k in_r(k)·wt(r, n, k), where in(r, x_r, in_r) and wt give the values the
+// path multiplies row r's inputs and the weights as; nothing may be written past N.
+template <class In, class Wt>
+void expect_reference(const Projection& pl, int M, int K, int N, const float* bias, bool strided, std::mt19937& g,
+                      In&& in, Wt&& wt, const std::string& what) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int64_t ldx = K + (strided ? 5 : 0), ldy = N + (strided ? 3 : 0);
+  std::vector<float> x(size_t(M) * ldx), y(size_t(M) * ldy);
+  for (float& v : x) v = u(g);
+  std::vector<double> xv(K);
+  struct alignas(64) Line {
+    char b[64];
+  };
+  std::vector<Line> scratch(pl.scratch_bytes(M) / 64 + 1);
+  for (int threads : {1, 2}) {
+    std::fill(y.begin(), y.end(), NAN);
+    const Status s = pl.run(x.data(), ldx, y.data(), ldy, M, threads, scratch.data());
+    ASSERT_TRUE(s.ok()) << s.message();
+    double worst = 0;
+    for (int r = 0; r < M; ++r) {
+      in(r, x.data() + r * ldx, xv.data());
+      for (int n = 0; n < N; ++n) {
+        double ref = bias ? bias[n] : 0.0, mag = std::fabs(ref);
+        for (int k = 0; k < K; ++k) {
+          const double p = xv[k] * wt(r, n, k);
+          ref += p;
+          mag += std::fabs(p);
+        }
+        const double err = std::fabs(y[r * ldy + n] - ref) / (mag * std::sqrt(double(K)) * 1e-6 + 1e-30);
+        worst = std::max(worst, std::isnan(y[r * ldy + n]) ? INFINITY : err);
+      }
+      for (int64_t n = N; n < ldy; ++n) ASSERT_TRUE(std::isnan(y[r * ldy + n])) << "wrote past N";
+    }
+    EXPECT_LE(worst, 1.0) << what << " threads " << threads << " impl " << pl.implementation(M);
+  }
+}
+
 // BF16 and F16 weights ([N][K] as stored), against a float64 reference of the stored
 // weights times the inputs. BF16: oneDNN's bf16 matmul on the copy packed at plan time
 // for row classes (AVX512-BF16 CPUs), or, where the bf16 dot product is slow
@@ -174,36 +213,17 @@ void check_half(kernels::WeightType type, int M, int K, int N, bool bias, bool s
   }
   EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
   const int exact_rows = f16 ? M : widened ? M / 16 * 16 : 0;  // rows whose inputs stay fp32
-  const int64_t ldx = K + (strided ? 5 : 0), ldy = N + (strided ? 3 : 0);
-  std::vector<float> x(size_t(M) * ldx), y(size_t(M) * ldy, NAN);
-  for (float& v : x) v = u(g);
-  struct alignas(64) Line {
-    char b[64];
-  };
-  std::vector<Line> scratch(pl->scratch_bytes(M) / 64 + 1);
-  for (int threads : {1, 2}) {
-    std::fill(y.begin(), y.end(), NAN);
-    s = pl->run(x.data(), ldx, y.data(), ldy, M, threads, scratch.data());
-    ASSERT_TRUE(s.ok()) << s.message();
-    double worst = 0;
-    for (int r = 0; r < M; ++r) {
-      for (int n = 0; n < N; ++n) {
-        double ref = bias ? b[n] : 0.0, mag = std::fabs(ref);
-        for (int k = 0; k < K; ++k) {
-          const float xv = r < exact_rows ? x[r * ldx + k] : q::bf16_to_f32(q::f32_to_bf16(x[r * ldx + k]));
-          const uint16_t wv = w[size_t(n) * K + k];
-          const double p = double(xv) * (f16 ? kernels::f16_to_f32(wv) : q::bf16_to_f32(wv));
-          ref += p;
-          mag += std::fabs(p);
-        }
-        const double err = std::fabs(y[r * ldy + n] - ref) / (mag * std::sqrt(double(K)) * 1e-6 + 1e-30);
-        worst = std::max(worst, std::isnan(y[r * ldy + n]) ? INFINITY : err);
-      }
-      for (int64_t n = N; n < ldy; ++n) ASSERT_TRUE(std::isnan(y[r * ldy + n])) << "wrote past N";
-    }
-    EXPECT_LE(worst, 1.0) << kernels::weight_type_name(type) << " M " << M << " K " << K << " N " << N << " isa " << kernels::isa_name(isa)
-                          << " threads " << threads << " impl " << pl->implementation(M);
-  }
+  expect_reference(
+      *pl, M, K, N, bias ? b.data() : nullptr, strided, g,
+      [&](int r, const float* x, double* xv) {
+        for (int k = 0; k < K; ++k) xv[k] = r < exact_rows ? x[k] : q::bf16_to_f32(q::f32_to_bf16(x[k]));
+      },
+      [&](int, int n, int k) {
+        const uint16_t wv = w[size_t(n) * K + k];
+        return double(f16 ? kernels::f16_to_f32(wv) : q::bf16_to_f32(wv));
+      },
+      std::string(kernels::weight_type_name(type)) + " M " + std::to_string(M) + " K " + std::to_string(K) + " N " +
+          std::to_string(N) + " isa " + kernels::isa_name(isa));
 }
 
 // M 1..15: the registry kernel alone; 17, 33: a class and its remainder; 293: classes
@@ -266,44 +286,23 @@ void check_dequant(kernels::WeightType type, int M, int K, int N, bool bias, boo
   ASSERT_EQ(impl.find("dequantized to bf16") != std::string::npos, on) << impl;
   EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
   const int taken = on ? M / 16 * 16 : 0;
-  const int64_t ldx = K + (strided ? 5 : 0), ldy = N + (strided ? 3 : 0);
-  std::vector<float> x(size_t(M) * ldx), y(size_t(M) * ldy);
-  for (float& v : x) v = u(g);
   std::vector<uint8_t> xa(q::act_row_bytes(q::ActKind::q8a, K));
-  std::vector<double> xv(K);
-  struct alignas(64) Line {
-    char b[64];
-  };
-  std::vector<Line> scratch(pl->scratch_bytes(M) / 64 + 1);
-  for (int threads : {1, 2}) {
-    std::fill(y.begin(), y.end(), NAN);
-    s = pl->run(x.data(), ldx, y.data(), ldy, M, threads, scratch.data());
-    ASSERT_TRUE(s.ok()) << s.message();
-    double worst = 0;
-    for (int r = 0; r < M; ++r) {
-      const bool bf16 = r < taken;
-      if (bf16) {
-        for (int k = 0; k < K; ++k) xv[k] = q::bf16_to_f32(q::f32_to_bf16(x[r * ldx + k]));
-      } else {
-        q::prepare_activations(q::ActKind::q8a, x.data() + r * ldx, xa.data(), K);
-        q::activation_values(q::ActKind::q8a, xa.data(), xv.data(), K);
-      }
-      for (int n = 0; n < N; ++n) {
-        double ref = bias ? b[n] : 0.0, mag = std::fabs(ref);
-        for (int k = 0; k < K; ++k) {
-          const float wv = wd[size_t(n) * K + k];
-          const double p = xv[k] * (bf16 ? q::bf16_to_f32(q::f32_to_bf16(wv)) : wv);
-          ref += p;
-          mag += std::fabs(p);
+  expect_reference(
+      *pl, M, K, N, bias ? b.data() : nullptr, strided, g,
+      [&](int r, const float* x, double* xv) {
+        if (r < taken) {
+          for (int k = 0; k < K; ++k) xv[k] = q::bf16_to_f32(q::f32_to_bf16(x[k]));
+        } else {
+          q::prepare_activations(q::ActKind::q8a, x, xa.data(), K);
+          q::activation_values(q::ActKind::q8a, xa.data(), xv, K);
         }
-        const double err = std::fabs(y[r * ldy + n] - ref) / (mag * std::sqrt(double(K)) * 1e-6 + 1e-30);
-        worst = std::max(worst, std::isnan(y[r * ldy + n]) ? INFINITY : err);
-      }
-      for (int64_t n = N; n < ldy; ++n) ASSERT_TRUE(std::isnan(y[r * ldy + n])) << "wrote past N";
-    }
-    EXPECT_LE(worst, 1.0) << kernels::weight_type_name(type) << " M " << M << " K " << K << " N " << N
-                          << " threads " << threads << " impl " << impl;
-  }
+      },
+      [&](int r, int n, int k) {  // rows past `taken` run on the int8 tiles: the weights as stored
+        const float wv = wd[size_t(n) * K + k];
+        return double(r < taken ? q::bf16_to_f32(q::f32_to_bf16(wv)) : wv);
+      },
+      std::string(kernels::weight_type_name(type)) + " M " + std::to_string(M) + " K " + std::to_string(K) + " N " +
+          std::to_string(N));
 }
 
 TEST(Projection, QuantWeightsDequantizedToBf16MatchReference) {
