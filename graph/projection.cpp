@@ -220,7 +220,7 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
   // AMX: prefill from kDequantMinRows rows on that matmul over chunks dequantized per
   // call (widened16.hpp; 1.2-1.8× the int8 tiles' rate from 256 rows there); fewer rows
   // (decode, small chunks) stay on the registry kernel. Null when oneDNN has no fast bf16 matmul: the kernel takes all.
-  if (pw.repacked && p->small_->impl->dequant_rows && isa == kernels::Isa::avx512 &&
+  if (pw.repacked && p->small_->impl->dequant_bf16 && isa == kernels::Isa::avx512 &&
       kernels::quant::cpu_has_avx512_vnni_bf16() && dequant_prefill()) {
     const Status s = Widened16::create_dequant(*p->small_->impl, pw, p->bias_, kDequantMinRows, isa, &p->widen_);
     if (!s.ok()) return s;

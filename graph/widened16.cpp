@@ -44,7 +44,7 @@ struct Widened16::Impl {
   bool f16 = false;  // else bf16
   const kernels::KvConvert* widen = nullptr;
   // Dequantized (create_dequant): the registry kernel's repacked weights, dequantized
-  // into fp32 rows and rounded to bf16 per chunk; the inputs rounded to bf16 per pass.
+  // into bf16 rows per chunk; the inputs rounded to bf16 per pass.
   const kernels::LinearKernelImpl* dq = nullptr;
   kernels::PackedWeights pw;
   std::string type_name;  // what the chunks are made of, for messages
@@ -76,8 +76,8 @@ struct Widened16::Impl {
     return Status::Ok();
   }
 
-  // fp32 rows of a chunk, then (dequantized) their bf16 copy
-  size_t wchunk_bytes() const { return round64(size_t(K) * full.cols * (dq ? 6 : 4)); }
+  // a chunk's rows: fp32 (widened) or bf16 (dequantized)
+  size_t wchunk_bytes() const { return round64(size_t(K) * full.cols * (dq ? 2 : 4)); }
   // Dequantized: input rows rounded to bf16 per pass of at most this many (a multiple
   // of kMinRows): ≤ 8 MiB of staging, whole classes of up to kMaxRows.
   int pass_rows() const {
@@ -86,27 +86,23 @@ struct Widened16::Impl {
   }
   // Chunk columns [n0, n0 + cols) of the weights into wbuf as the matmul reads them.
   void fill_chunk(int n0, int cols, void* wbuf, int threads) const {
-    auto* wf = static_cast<float*>(wbuf);
-    if (dq) {  // a panel at a time (dequant_rows starts on one): fp32, then bf16
-      auto* wb = reinterpret_cast<uint16_t*>(static_cast<char*>(wbuf) + round64(size_t(K) * full.cols * 4));
+    if (dq) {  // a panel at a time (dequant_bf16 starts on one)
+      auto* wb = static_cast<uint16_t*>(wbuf);
       const int step = dq->repack_rows, groups = (cols + step - 1) / step;
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (int g = 0; g < groups; ++g) {
         const int j0 = g * step, j1 = std::min(cols, j0 + step);
-        dq->dequant_rows(pw, n0 + j0, n0 + j1, wf + size_t(j0) * K, K);
-        widen->f32_to_bf16(wf + size_t(j0) * K, wb + size_t(j0) * K, int64_t(j1 - j0) * K);
+        dq->dequant_bf16(pw, n0 + j0, n0 + j1, wb + size_t(j0) * K, K);
       }
       return;
     }
+    auto* wf = static_cast<float*>(wbuf);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int j = 0; j < cols; ++j) {
       const uint16_t* src = w + size_t(n0 + j) * K;
       if (f16) widen->f16_to_f32(src, wf + size_t(j) * K, K);
       else widen->bf16_to_f32(src, wf + size_t(j) * K, K);
     }
-  }
-  void* chunk_data(void* wbuf) const {
-    return dq ? static_cast<char*>(wbuf) + round64(size_t(K) * full.cols * 4) : wbuf;
   }
   // Largest class ≤ rows (rows ≥ kMinRows).
   int largest_class(int rows) const {
@@ -124,7 +120,7 @@ struct Widened16::Impl {
     for (int n0 = 0; n0 < N; n0 += full.cols) {
       const ChunkPrims& c = n0 + full.cols <= N ? full : tail;
       fill_chunk(n0, c.cols, wbuf, threads);
-      memory wm(chunk_desc(c.cols), cpu_engine(), chunk_data(wbuf));
+      memory wm(chunk_desc(c.cols), cpu_engine(), wbuf);
       for (int r0 = 0; r0 < M;) {
         const int k = largest_class(M - r0), rows = classes[k];
         memory xs(memory::desc({rows, K}, elem(), tag::ab), cpu_engine(),
@@ -176,9 +172,9 @@ Status Widened16::create_dequant(const kernels::LinearKernelImpl& k, const kerne
                                  const float* bias, int min_rows, kernels::Isa isa,
                                  std::unique_ptr<Widened16>* out) {
   out->reset();
-  if (!k.dequant_rows || !w.repacked)
+  if (!k.dequant_bf16 || !w.repacked)
     return Status(StatusCode::invalid_argument, std::string("dequantized weights need a kernel's repacked ") +
-                                                    kernels::weight_type_name(w.type) + " panels and its dequant_rows");
+                                                    kernels::weight_type_name(w.type) + " panels and its dequant_bf16");
   auto d = std::make_unique<Impl>();
   d->dq = &k;
   d->pw = w;

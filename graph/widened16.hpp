@@ -23,10 +23,10 @@
 // Quantized weights on a CPU with AMX (create_dequant; Projection::create_typed): the
 // int8 tiles of the registry kernels reach 180-300 GFLOP/s a core in prefill where
 // oneDNN's AMX bf16 matmul reaches 900-1300 (an Intel VM with AMX, 2026-12-04, one
-// thread, 256-512 × 768-2048 × 128-768). So prefill dequantizes a chunk of output rows of the
-// kernel's repacked panels (LinearKernelImpl::dequant_rows: exact fp32 values d·q),
-// rounds them to bf16 [cols][K] rows and multiplies them by the inputs rounded to bf16
-// (per pass of ≤ 8 MiB of rows) with that matmul. Its error: both operands rounded to
+// thread, 256-512 × 768-2048 × 128-768). So prefill dequantizes a chunk of output rows
+// of the kernel's repacked panels into bf16 [cols][K] rows (LinearKernelImpl::
+// dequant_bf16: the exact fp32 values d·q, rounded) and multiplies them by the inputs
+// rounded to bf16 (per pass of ≤ 8 MiB of rows) with that matmul. Its error: both operands rounded to
 // bf16 (2⁻⁹ relative each, as BF16 weights' inputs are), fp32 sums; from min_rows rows,
 // below which the dequantization costs more than the int8 tiles' slower products.
 //
@@ -53,7 +53,7 @@ class Widened16 {
   // fast f32 matmul here (a reference implementation): the caller keeps its other paths.
   static Status create(kernels::WeightType type, const uint16_t* w, int K, int N, const float* bias,
                        kernels::Isa isa, std::unique_ptr<Widened16>* out);
-  // Weights w repacked by the registry kernel k (k.dequant_rows; w.repacked, read at
+  // Weights w repacked by the registry kernel k (k.dequant_bf16; w.repacked, read at
   // every call), dequantized per call into bf16 chunks for oneDNN's bf16 matmul, for M ≥
   // min_rows (rounded down to a multiple of kMinRows). *out stays null when oneDNN has
   // no fast bf16 matmul here.

@@ -73,10 +73,11 @@ struct LinearKernelImpl {
   void (*repack)(const PackedWeights& w, int64_t n0, int64_t n1, void* dst) = nullptr;
   int repack_rows = 0;
   // Optional, for a kernel with its own layout: output rows [n0, n1) of the repacked w
-  // (n0 a multiple of repack_rows, n1 one too or N) dequantized into fp32, row n at
-  // out[(n − n0)·ldo], each value exactly the type's dequantize() of the stored row
-  // (what a prefill on another engine multiplies: graph/widened16.hpp).
-  void (*dequant_rows)(const PackedWeights& w, int64_t n0, int64_t n1, float* out, int64_t ldo) = nullptr;
+  // (n0 a multiple of repack_rows, n1 one too or N) dequantized into bf16, row n at
+  // out[(n − n0)·ldo]: each value the type's dequantize() of the stored row rounded to
+  // nearest even (quant::f32_to_bf16), what a prefill on oneDNN's bf16 matmul
+  // multiplies (graph/widened16.hpp).
+  void (*dequant_bf16)(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* out, int64_t ldo) = nullptr;
 };
 
 // One registry line.

@@ -129,6 +129,22 @@ inline __m256i round_bf16_lanes(const float* p) {
   const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
   return _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet), nan);
 }
+// 8 finite, normal (or zero) floats stored as 8 bf16 at o, rounded to nearest even as
+// f32_to_bf16 rounds: one vcvtneps2bf16 where AVX512-BF16 is compiled in (it flushes
+// only denormals, which dequantized weights never are: |d·q| ≥ 2⁻²⁴), else in integers.
+inline void store_bf16x8(uint16_t* o, __m256 v) {
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o), reinterpret_cast<__m128i>(_mm256_cvtneps_pbh(v)));
+#else
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i r = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)),
+                       _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1))),
+      16);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o),
+                   _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+#endif
+}
 
 // An input row as bf16 (ActKind::bf16), exactly as f32_to_bf16 rounds.
 inline void prepare_bf16(const float* x, uint16_t* o, int64_t K) {

@@ -500,11 +500,11 @@ struct PanelLinear {
     };
     prepare_then_share(rows, nt, prepare, share);
   }
-  // Rows [n0, n1) of the panels into fp32 rows ldo apart: per block, each quant vector's
+  // Rows [n0, n1) of the panels into bf16 rows ldo apart: per block, each quant vector's
   // 4 bytes of 8 rows become 4 vectors of 8 rows' values d·(q − offset) (exact: a
   // float product of an f16 scale and a small integer), two such quads transposed
-  // 8 × 8 into 8 consecutive elements of each row.
-  static void dequant_rows(const PackedWeights& w, int64_t n0, int64_t n1, float* out, int64_t ldo) {
+  // 8 × 8 into 8 consecutive elements of each row, rounded to bf16.
+  static void dequant_bf16(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* out, int64_t ldo) {
     const auto* panels = static_cast<const uint8_t*>(w.data);
     const int64_t nb = blocks(w);
     const size_t pb = panel_bytes(nb, P::kQB), qstep = size_t(kPanelRows) * P::kQB;
@@ -512,14 +512,14 @@ struct PanelLinear {
       const uint8_t* q = panels + size_t(p) * pb;
       const uint8_t* s = q + size_t(nb) * qstep;
       const int rows = int(std::min<int64_t>(kPanelRows, n1 - p * kPanelRows));
-      float* o = out + (p * kPanelRows - n0) * ldo;
+      uint16_t* o = out + (p * kPanelRows - n0) * ldo;
       for (int64_t b = 0; b < nb; ++b) {
         const __m256 ws = panel_scales(s, b);
         const uint8_t* qb = q + size_t(b) * qstep;
         __m256 v[8];  // v[e]: the 8 rows' element e of the current 8
         auto flush = [&](int64_t e0) {
           transpose8(v);
-          for (int r = 0; r < rows; ++r) _mm256_storeu_ps(o + r * ldo + b * kQK + e0, v[r]);
+          for (int r = 0; r < rows; ++r) store_bf16x8(o + r * ldo + b * kQK + e0, v[r]);
         };
         // quad j of vector i: element 4i + j (Q8_0), or 4i + j and 16 + 4i + j (Q4_0)
         auto quad = [&](__m256i ints, int slot) {
@@ -550,7 +550,7 @@ struct PanelLinear {
     }
   }
   static constexpr LinearKernelImpl impl(const char* name) {
-    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanelRows, dequant_rows};
+    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanelRows, dequant_bf16};
   }
 };
 

@@ -270,11 +270,11 @@ struct PanelQK {
         for (int i = 0; i < 8; ++i) std::memcpy(out + kHi + (i * R + r) * 4, b.qh + 4 * i, 4);
     }
   }
-  // Rows r0 .. r0 + rows − 1 (r0 a multiple of 8) of the super-block at p into fp32 at
-  // o (row r at o + r·ldo), as dequantize_k_scale_min computes them: d·sc·q − dmin·m,
-  // where d·sc·q and dmin·m are exact in fp32 (a contracted multiply-add rounds the
-  // same). 8 rows' values of 8 consecutive elements at a time, transposed 8 × 8.
-  static void unpack8(const uint8_t* p, int r0, float* o, int64_t ldo, int rows) {
+  // Rows r0 .. r0 + rows − 1 (r0 a multiple of 8) of the super-block at p into bf16 at
+  // o (row r at o + r·ldo): the values dequantize_k_scale_min computes, d·sc·q − dmin·m
+  // (d·sc·q and dmin·m are exact in fp32, so a contracted multiply-add rounds the same),
+  // rounded. 8 rows' values of 8 consecutive elements at a time, transposed 8 × 8.
+  static void unpack8(const uint8_t* p, int r0, uint16_t* o, int64_t ldo, int rows) {
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kD + 2 * r0)));
     const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kDmin + 2 * r0)));
     const auto u8s = [&](int at) {  // 8 rows' bytes at p + at as floats
@@ -303,7 +303,7 @@ struct PanelQK {
         }
         for (int h = 0; h < 2; ++h) {
           transpose8(v[h]);
-          for (int r = 0; r < rows; ++r) _mm256_storeu_ps(o + r * ldo + 32 * (2 * c + h) + 4 * i, v[h][r]);
+          for (int r = 0; r < rows; ++r) store_bf16x8(o + r * ldo + 32 * (2 * c + h) + 4 * i, v[h][r]);
         }
       }
     }
@@ -469,10 +469,10 @@ struct PanelQ6K {
     }
   }
 
-  // Rows r0 .. r0 + rows − 1 (r0 a multiple of 8) of the super-block at p into fp32 at
-  // o, as dequantize_q6_k computes them: d·sc·(q − 32), exact in fp32; 8 rows' values of
-  // 8 consecutive elements at a time, transposed 8 × 8.
-  static void unpack8(const uint8_t* p, int r0, float* o, int64_t ldo, int rows) {
+  // Rows r0 .. r0 + rows − 1 (r0 a multiple of 8) of the super-block at p into bf16 at
+  // o: the values dequantize_q6_k computes, d·sc·(q − 32) (exact in fp32), rounded; 8
+  // rows' values of 8 consecutive elements at a time, transposed 8 × 8.
+  static void unpack8(const uint8_t* p, int r0, uint16_t* o, int64_t ldo, int rows) {
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kD + 2 * r0)));
     const __m256i nib = _mm256_set1_epi32(0xF), two = _mm256_set1_epi32(3), off = _mm256_set1_epi32(32);
     for (int j = 0; j < 8; ++j) {  // block j: sub-blocks of 16 2j and 2j + 1
@@ -493,7 +493,7 @@ struct PanelQ6K {
           }
         }
         transpose8(v);
-        for (int r = 0; r < rows; ++r) _mm256_storeu_ps(o + r * ldo + 32 * j + 4 * i, v[r]);
+        for (int r = 0; r < rows; ++r) store_bf16x8(o + r * ldo + 32 * j + 4 * i, v[r]);
       }
     }
   }
@@ -734,8 +734,8 @@ struct PanelKLinear {
     };
     prepare_then_share(rows, nt, prepare, share);
   }
-  // Rows [n0, n1) of the panels into fp32 rows ldo apart, 8 rows and a super-block at a time.
-  static void dequant_rows(const PackedWeights& w, int64_t n0, int64_t n1, float* out, int64_t ldo) {
+  // Rows [n0, n1) of the panels into bf16 rows ldo apart, 8 rows and a super-block at a time.
+  static void dequant_bf16(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* out, int64_t ldo) {
     const int64_t nsb = w.K / kQKK;
     for (int64_t n = n0; n < n1; n += 8) {
       const uint8_t* panel = static_cast<const uint8_t*>(w.data) + size_t(n / kRows) * panel_bytes(w);
@@ -745,7 +745,7 @@ struct PanelKLinear {
     }
   }
   static constexpr LinearKernelImpl impl(const char* name) {
-    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kRows, dequant_rows};
+    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kRows, dequant_bf16};
   }
 };
 

@@ -1,18 +1,17 @@
-// LinearKernelImpl::dequant_rows on every registry line that has it (the repacked panel
+// LinearKernelImpl::dequant_bf16 on every registry line that has it (the repacked panel
 // types) and that this CPU runs: rows dequantized from the kernel's own layout equal the
-// type's reference dequantize() of the stored rows bit for bit (both are the fp32
-// product of the f16 scale and a small integer), for ranges that start and end on panel
-// edges and a last panel of fewer rows; nothing is written outside the rows asked for
-// (the gap between rows of ldo > K and the rows past n1 keep their NaN).
+// type's reference dequantize() of the stored rows (fp32 products of f16 scales and
+// small integers) rounded by f32_to_bf16, bit for bit, for ranges that start and end on
+// panel edges and a last panel of fewer rows; nothing is written outside the rows asked
+// for (the gap between rows of ldo > K and the rows past n1 keep their 0xFFFF, a NaN).
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
 #include "kernels/matmul/linear.hpp"
 #include "kernels/quant/quant.hpp"
+#include "kernels/simd/half.hpp"
 
 namespace headwise::kernels {
 namespace {
@@ -31,7 +30,7 @@ quant::WType wtype_of(WeightType t) {
 TEST(DequantRows, PanelsDequantizeToTheStoredRowsValues) {
   int checked = 0;
   for (const LinearKernel& lk : linear_kernels()) {
-    if (!lk.impl->dequant_rows || !may_use(lk.isa)) continue;
+    if (!lk.impl->dequant_bf16 || !may_use(lk.isa)) continue;
     const quant::TypeInfo* ti = quant::type_info(wtype_of(lk.type));
     ASSERT_NE(ti, nullptr) << lk.symbol;
     for (int K : {ti->block, 7 * ti->block}) {
@@ -58,18 +57,18 @@ TEST(DequantRows, PanelsDequantizeToTheStoredRowsValues) {
         const int64_t ldo = K + 3, R = lk.impl->repack_rows;
         for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, N}, {0, std::min<int64_t>(R, N)}, {R, N}}) {
           if (n0 >= n1) continue;
-          std::vector<float> out(size_t(N) * ldo, NAN);
-          lk.impl->dequant_rows(pw, n0, n1, out.data(), ldo);
-          for (int64_t n = 0; n < N; ++n) {
-            const float* o = out.data() + (n - n0) * ldo;
-            if (n < n0 || n >= n1) continue;
+          std::vector<uint16_t> out(size_t(N) * ldo, 0xFFFF);
+          lk.impl->dequant_bf16(pw, n0, n1, out.data(), ldo);
+          for (int64_t n = n0; n < n1; ++n) {
+            const uint16_t* o = out.data() + (n - n0) * ldo;
             ti->dequantize(stored.data() + rb * n, row.data(), K);
-            ASSERT_EQ(std::memcmp(o, row.data(), size_t(K) * sizeof(float)), 0)
-                << lk.symbol << " K " << K << " N " << N << " row " << n << " of [" << n0 << ", " << n1 << ")";
-            for (int64_t k = K; k < ldo && n + 1 < n1; ++k) ASSERT_TRUE(std::isnan(o[k])) << "wrote between rows";
+            for (int k = 0; k < K; ++k)
+              ASSERT_EQ(o[k], f32_to_bf16(row[k])) << lk.symbol << " K " << K << " N " << N << " row " << n << " of ["
+                                                    << n0 << ", " << n1 << ") element " << k << " (" << row[k] << ")";
+            for (int64_t k = K; k < ldo && n + 1 < n1; ++k) ASSERT_EQ(o[k], 0xFFFF) << "wrote between rows";
           }
           for (size_t i = size_t(n1 - n0) * ldo; i < out.size(); ++i)
-            ASSERT_TRUE(std::isnan(out[i])) << lk.symbol << ": wrote past row " << n1;
+            ASSERT_EQ(out[i], 0xFFFF) << lk.symbol << ": wrote past row " << n1;
         }
         ++checked;
       }
