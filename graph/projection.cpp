@@ -218,7 +218,7 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
   }
   // Quantized weights repacked into panels, on a CPU whose oneDNN bf16 matmul runs on
   // AMX: prefill from kDequantMinRows rows on that matmul over chunks dequantized per
-  // call (widened16.hpp; 1.2-1.8× the int8 tiles' rate from 256 rows there); fewer rows
+  // call (widened16.hpp; 1.1-2.7× the int8 tiles' rate from 128 rows there); fewer rows
   // (decode, small chunks) stay on the registry kernel. Null when oneDNN has no fast bf16 matmul: the kernel takes all.
   if (pw.repacked && p->small_->impl->dequant_bf16 && isa == kernels::Isa::avx512 &&
       kernels::quant::cpu_has_avx512_vnni_bf16() && dequant_prefill()) {

@@ -61,11 +61,11 @@ class Projection {
   static constexpr int kMaxBf16ClassRows = 256;
   // Quantized weights on AMX (create_typed): rows from which prefill dequantizes them
   // into bf16 chunks for oneDNN's matmul (fewer: the registry kernel's int8 tiles).
-  // Measured on the AMX VM (2026-12-04, 2 threads, 768×2048, 2048×768 and 2048×8192;
-  // GFLOP/s int8 tiles / dequantized bf16): 64 rows 380-590 / 270-390, 128 rows
-  // 380-600 / 420-575 (Q6_K ahead, Q8_0 behind), 256 rows 360-610 / 520-760, 512 rows
-  // 350-610 / 620-880.
-  static constexpr int kDequantMinRows = 256;
+  // Measured on the AMX VM (2026-12-04, 2 threads, 768×2048, 2048×768 and 2048×8192,
+  // Q8_0 / Q4_K / Q6_K, the whole matrix dequantized at once; GFLOP/s int8 tiles /
+  // dequantized bf16): 64 rows 360-570 / 260-490, 96 rows 355-575 / 320-510, 128 rows
+  // 365-600 / 415-705, 256 rows 360-590 / 655-965, 512 rows 370-580 / 875-1135.
+  static constexpr int kDequantMinRows = 128;
   // Tests: 1 forces that path wherever oneDNN has a bf16 matmul (AVX512-BF16), 0 keeps
   // it off, -1 restores detection (oneDNN's bf16 matmul on AMX). Read by create_typed.
   static void set_dequant_prefill_override(int v);

@@ -257,8 +257,9 @@ TEST(Projection, F16WeightsMatchReferenceAroundTheClassEdges) {
 // test's bound, 1e-6·Σ|terms|·√K. The rows left (M % 16, or all below the minimum) run
 // on the int8 tiles: their reference takes the inputs as prepared int8 blocks
 // (activation_values), with the same bound. M 1100: passes of 1024 and 64 rows and 12
-// left; N 300: chunks of 128, 128, 44; N 29: one chunk with a part-filled panel; K 2112
-// and 2304: 64-column chunks. Forced off, the path is never taken.
+// left; N 300 (y dense, a bias): all columns dequantized at once into one matmul that
+// writes y; N 29 and 70 (y strided): one chunk with a part-filled panel, and K 2112 and
+// 2304's 64-column chunks. Forced off, the path is never taken.
 void check_dequant(kernels::WeightType type, int M, int K, int N, bool bias, bool strided) {
   namespace q = kernels::quant;
   const q::WType wt = type == kernels::WeightType::q8_0   ? q::WType::q8_0
@@ -315,7 +316,7 @@ TEST(Projection, QuantWeightsDequantizedToBf16MatchReference) {
     for (int M : {1, 79, Projection::kDequantMinRows - 1, Projection::kDequantMinRows, 300, 1100})
       for (auto [K, N] : {std::pair{k_quant ? 256 : 64, 29}, {k_quant ? 512 : 96, 300}, {k_quant ? 2304 : 2112, 70}}) {
         if (M == 1100 && K > 512) continue;  // (the float64 reference's time)
-        check_dequant(type, M, K, N, /*bias=*/M % 2 == 1, /*strided=*/N != 300);
+        check_dequant(type, M, K, N, /*bias=*/N == 300 || M % 2 == 1, /*strided=*/N != 300);
       }
   }
   Projection::set_dequant_prefill_override(0);
