@@ -330,6 +330,12 @@ Status Projection::prepare_bf16_onednn(const uint16_t* w, kernels::Isa isa) {
       dnn_.reset();
       return Status::Ok();
     }
+    // Where oneDNN's bf16 matmul runs on AMX (as for the quantized types, dequant_prefill):
+    // the stored rows are its weights in place (widened16.hpp), no blocked copy kept.
+    if (dequant_prefill()) {
+      dnn_.reset();
+      return Widened16::create_bf16_rows(w, K_, N_, bias_, isa, &widen_);  // null: the registry kernel
+    }
     // Without AMX, on a CPU whose bf16 dot product is slower than its fp32 FMA: the
     // stored rows widened per call into fp32 chunks (widened16.hpp), no bf16 copy.
     if (impl0.find("amx") == std::string::npos && kernels::quant::cpu_bf16_dot_slow()) {

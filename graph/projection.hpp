@@ -66,8 +66,9 @@ class Projection {
   // dequantized bf16): 64 rows 360-570 / 260-490, 96 rows 355-575 / 320-510, 128 rows
   // 365-600 / 415-705, 256 rows 360-590 / 655-965, 512 rows 370-580 / 875-1135.
   static constexpr int kDequantMinRows = 128;
-  // Tests: 1 forces that path wherever oneDNN has a bf16 matmul (AVX512-BF16), 0 keeps
-  // it off, -1 restores detection (oneDNN's bf16 matmul on AMX). Read by create_typed.
+  // Tests: 1 forces that path (and BF16 rows read in place by the same matmul,
+  // Widened16::create_bf16_rows) wherever oneDNN has a bf16 matmul (AVX512-BF16), 0 keeps
+  // both off, -1 restores detection (oneDNN's bf16 matmul on AMX). Read by create_typed.
   static void set_dequant_prefill_override(int v);
 
   // f32 weights: element (k, n) of the logical K×N weight at w[k·stride_k + n·stride_n]

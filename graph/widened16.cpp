@@ -52,6 +52,9 @@ struct Widened16::Impl {
   // Dequantized (create_dequant): the registry kernel's repacked weights, dequantized
   // into bf16 rows per chunk; the inputs rounded to bf16 per pass.
   const kernels::LinearKernelImpl* dq = nullptr;
+  // BF16 rows as stored (create_bf16_rows): the matmul's weights in place, no chunk.
+  bool in_place = false;
+  bool bf16_src = false;  // dq or in_place: bf16 weights, inputs rounded to bf16
   kernels::PackedWeights pw;
   std::string type_name;  // what the chunks are made of, for messages
   int min_rows = kMinRows;
@@ -66,7 +69,7 @@ struct Widened16::Impl {
 
   // The widened chunk: [cols][K] fp32 (bf16 when dequantized) rows, i.e. the K×cols
   // matrix with strides (1, K).
-  dt elem() const { return dq ? dt::bf16 : dt::f32; }
+  dt elem() const { return bf16_src ? dt::bf16 : dt::f32; }
   memory::desc chunk_desc(int cols) const { return memory::desc({K, cols}, elem(), memory::dims{1, K}); }
 
   Status make(ChunkPrims& c, int cols) {
@@ -86,7 +89,15 @@ struct Widened16::Impl {
   }
 
   // a chunk's rows: fp32 (widened) or bf16 (dequantized)
-  size_t wchunk_bytes() const { return round64(size_t(K) * std::max(full.cols, whole.cols) * (dq ? 2 : 4)); }
+  size_t wchunk_bytes() const {
+    return in_place ? 0 : round64(size_t(K) * std::max(full.cols, whole.cols) * (bf16_src ? 2 : 4));
+  }
+  // Where chunk [n0, ...)'s weights are for the matmul: the stored rows, or wbuf filled.
+  void* chunk_at(int n0, int cols, void* wbuf, int threads) const {
+    if (in_place) return const_cast<uint16_t*>(w + size_t(n0) * K);
+    fill_chunk(n0, cols, wbuf, threads);
+    return wbuf;
+  }
   // Dequantized: input rows rounded to bf16 per pass of at most this many (a multiple
   // of kMinRows): ≤ 8 MiB of staging, whole classes of up to kMaxRows.
   int pass_rows() const {
@@ -125,14 +136,13 @@ struct Widened16::Impl {
   void pass(const void* x, int M, float* y, int64_t ldy, int threads, char* pad_p, void* wbuf, float* dbuf,
             dnnl::stream& stream) const {
     const memory scratch(memory::desc({memory::dim(std::max<size_t>(pad, 1))}, dt::u8, tag::a), cpu_engine(), pad_p);
-    const size_t xrow = size_t(K) * (dq ? 2 : 4);
+    const size_t xrow = size_t(K) * (bf16_src ? 2 : 4);
     // A dense y and one chunk of all N columns: the matmul writes y itself, and a bias is
     // added in place. Else chunks, each's columns copied into y: a strided dst puts
     // oneDNN 2.6 on gemm:jit (AMX bf16, 512 x 768 x 128: 456 GFLOP/s against 1248).
     const ChunkPrims* all = whole.cols ? &whole : full.cols == N ? &full : nullptr;
     if (all && ldy == N) {
-      fill_chunk(0, N, wbuf, threads);
-      memory wm(chunk_desc(N), cpu_engine(), wbuf);
+      memory wm(chunk_desc(N), cpu_engine(), chunk_at(0, N, wbuf, threads));
       for (int r0 = 0; r0 < M;) {
         const int k = largest_class(M - r0), rows = classes[k];
         memory xs(memory::desc({rows, K}, elem(), tag::ab), cpu_engine(),
@@ -155,8 +165,7 @@ struct Widened16::Impl {
     }
     for (int n0 = 0; n0 < N; n0 += full.cols) {
       const ChunkPrims& c = n0 + full.cols <= N ? full : tail;
-      fill_chunk(n0, c.cols, wbuf, threads);
-      memory wm(chunk_desc(c.cols), cpu_engine(), wbuf);
+      memory wm(chunk_desc(c.cols), cpu_engine(), chunk_at(n0, c.cols, wbuf, threads));
       for (int r0 = 0; r0 < M;) {
         const int k = largest_class(M - r0), rows = classes[k];
         memory xs(memory::desc({rows, K}, elem(), tag::ab), cpu_engine(),
@@ -213,6 +222,7 @@ Status Widened16::create_dequant(const kernels::LinearKernelImpl& k, const kerne
                                                     kernels::weight_type_name(w.type) + " panels and its dequant_bf16");
   auto d = std::make_unique<Impl>();
   d->dq = &k;
+  d->bf16_src = true;
   d->pw = w;
   d->widen = &kernels::kv_convert(isa);
   d->type_name = kernels::weight_type_name(w.type);
@@ -223,16 +233,31 @@ Status Widened16::create_dequant(const kernels::LinearKernelImpl& k, const kerne
   return finish(std::move(d), out);
 }
 
+Status Widened16::create_bf16_rows(const uint16_t* w, int K, int N, const float* bias, kernels::Isa isa,
+                                   std::unique_ptr<Widened16>* out) {
+  out->reset();
+  auto d = std::make_unique<Impl>();
+  d->w = w;
+  d->in_place = d->bf16_src = true;
+  d->widen = &kernels::kv_convert(isa);
+  d->type_name = "bf16";
+  d->K = K;
+  d->N = N;
+  if (bias) d->bias.assign(bias, bias + N);
+  return finish(std::move(d), out);
+}
+
 Status Widened16::finish(std::unique_ptr<Impl> d, std::unique_ptr<Widened16>* out) {
   for (int rows = kMinRows; rows <= kMaxRows; rows *= 2) d->classes.push_back(rows);
   try {
     const int cols = chunk_cols(d->K, d->N);
     if (!d->make(d->full, cols).ok()) return Status::Ok();
-    if (d->dq && d->N > cols && size_t(d->K) * d->N * 2 <= kWholeBytes && !d->make(d->whole, d->N).ok())
+    if (d->bf16_src && d->N > cols && (d->in_place || size_t(d->K) * d->N * 2 <= kWholeBytes) &&
+        !d->make(d->whole, d->N).ok())
       return Status::Ok();
     if (d->N % cols && !d->make(d->tail, d->N % cols).ok()) return Status::Ok();
   } catch (const dnnl::error& e) {
-    return Status(StatusCode::internal, "oneDNN could not prepare the " + std::string(d->dq ? "dequantized " : "widened ") +
+    return Status(StatusCode::internal, "oneDNN could not prepare the " + std::string(d->dq ? "dequantized " : d->in_place ? "" : "widened ") +
                                             d->type_name + " " + std::to_string(d->K) + "x" + std::to_string(d->N) +
                                             " matmul: " + e.what());
   }
@@ -248,7 +273,7 @@ size_t Widened16::scratch_bytes(int rows) const {
   const Impl& d = *impl_;
   if (rows < d.min_rows) return 0;
   const int most = d.classes[d.largest_class(rows)];
-  const size_t staging = d.dq ? size_t(std::min(rows_taken(rows), d.pass_rows())) * d.K * sizeof(uint16_t)
+  const size_t staging = d.bf16_src ? size_t(std::min(rows_taken(rows), d.pass_rows())) * d.K * sizeof(uint16_t)
                               : size_t(kMinRows) * d.K * sizeof(float);
   return round64(d.pad) + d.wchunk_bytes() + round64(size_t(most) * d.full.cols * sizeof(float)) + round64(staging);
 }
@@ -266,7 +291,7 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
   try {
     ScopedOmpThreads omp_threads(threads);
     thread_local dnnl::stream stream(cpu_engine());
-    if (d.dq) {  // passes of rows rounded to bf16 (every chunk dequantized once a pass)
+    if (d.bf16_src) {  // passes of rows rounded to bf16 (every chunk dequantized once a pass)
       auto* xb = reinterpret_cast<uint16_t*>(xs);
       for (int r0 = 0; r0 < M; r0 += d.pass_rows()) {
         const int rows = std::min(M - r0, d.pass_rows());
@@ -285,7 +310,7 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
     }
     stream.wait();
   } catch (const dnnl::error& e) {
-    return Status(StatusCode::internal, std::string("oneDNN matmul on ") + (d.dq ? "dequantized " : "widened ") +
+    return Status(StatusCode::internal, std::string("oneDNN matmul on ") + (d.dq ? "dequantized " : d.in_place ? "" : "widened ") +
                                             d.type_name + " weights failed: " + e.what());
   }
   return Status::Ok();
@@ -302,7 +327,7 @@ std::string Widened16::implementation(int M) const {
       const std::string per = d.whole.cols ? "all " + std::to_string(d.N) + " columns (" +
                                                  std::to_string(d.full.cols) + " into a strided y)"
                                            : std::to_string(d.full.cols) + " columns";
-      out += "oneDNN:" + d.full.impl + " on " + d.type_name + (d.dq ? " dequantized to bf16" : " widened") + " per " +
+      out += "oneDNN:" + d.full.impl + " on " + d.type_name + (d.dq ? " dequantized to bf16" : d.in_place ? " as stored" : " widened") + " per " +
              per + "×" + std::to_string(last) + (count > 1 ? "×" + std::to_string(count) : "");
       count = 0;
     }

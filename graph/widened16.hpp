@@ -60,6 +60,12 @@ class Widened16 {
   static Status create_dequant(const kernels::LinearKernelImpl& k, const kernels::PackedWeights& w,
                                const float* bias, int min_rows, kernels::Isa isa,
                                std::unique_ptr<Widened16>* out);
+  // BF16 rows w ([N][K], read at every call: must outlive this) as oneDNN's bf16 matmul's
+  // weights in place (its `ba` K×N), inputs rounded to bf16 per pass, all N columns in
+  // one matmul writing a dense y: where that matmul runs on AMX, instead of a blocked
+  // copy of the weights (K·N·2 bytes kept) in 256-row classes.
+  static Status create_bf16_rows(const uint16_t* w, int K, int N, const float* bias, kernels::Isa isa,
+                                 std::unique_ptr<Widened16>* out);
   ~Widened16();
 
   // Fewer rows than this are the caller's (kMinRows, or create_dequant's min_rows).

@@ -180,16 +180,18 @@ void expect_reference(const Projection& pl, int M, int K, int N, const float* bi
 
 // BF16 and F16 weights ([N][K] as stored), against a float64 reference of the stored
 // weights times the inputs. BF16: oneDNN's bf16 matmul on the copy packed at plan time
-// for row classes (AVX512-BF16 CPUs), or, where the bf16 dot product is slow
-// (cpu_bf16_dot_slow, forced both ways below), its f32 matmul on the rows widened per
-// call (widened16.hpp); F16: the widened rows on an avx512 plan; the registry kernel
+// for row classes (AVX512-BF16 CPUs), or on the stored rows in place where that matmul
+// runs on AMX (Widened16::create_bf16_rows; forced both ways below: "as stored"), or,
+// where the bf16 dot product is slow (cpu_bf16_dot_slow, forced both ways below), its f32
+// matmul on the rows widened per call (widened16.hpp); F16: the widened rows on an avx512 plan; the registry kernel
 // below the classes (and for F16 elsewhere). The bf16 paths round the inputs to bf16
 // and so does the reference for them; the widened rows and F16's kernels keep them
 // fp32, and so does the reference (a reference of rounded inputs misses those by ~2⁻⁹
 // per product, ~1000× the bound). Products of 16-bit weights and bf16 (or with fp32
 // inputs, products computed in fp32 from exact operands) differ only by the fp32
 // rounding of products and sums: the bound is the f32 test's, 1e-6·Σ|terms|·√K.
-void check_half(kernels::WeightType type, int M, int K, int N, bool bias, bool strided, Isa isa, bool dot_slow) {
+void check_half(kernels::WeightType type, int M, int K, int N, bool bias, bool strided, Isa isa, bool dot_slow,
+                bool rows_path) {
   namespace q = kernels::quant;
   const bool f16 = type == kernels::WeightType::f16;
   std::mt19937 g(M * 17 + K * 3 + N);
@@ -206,9 +208,12 @@ void check_half(kernels::WeightType type, int M, int K, int N, bool bias, bool s
   const bool widened = impl.find("widened") != std::string::npos;
   if (M >= Projection::kMinClassRows) {
     EXPECT_EQ(impl.find("oneDNN") != std::string::npos, onednn) << impl;
-    // F16: always widened; BF16: when the dot is slow and oneDNN's bf16 matmul is not on AMX
+    // F16: always widened; BF16: its rows in place when asked for (on AMX by default), else
+    // widened when the dot is slow and oneDNN's bf16 matmul is not on AMX
     if (onednn) {
-      EXPECT_EQ(widened, f16 || (dot_slow && impl.find("amx") == std::string::npos)) << impl;
+      const bool in_place = !f16 && rows_path;
+      EXPECT_EQ(impl.find("as stored") != std::string::npos, in_place) << impl;
+      EXPECT_EQ(widened, f16 || (!in_place && dot_slow && impl.find("amx") == std::string::npos)) << impl;
     }
   }
   EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
@@ -229,19 +234,24 @@ void check_half(kernels::WeightType type, int M, int K, int N, bool bias, bool s
 // M 1..15: the registry kernel alone; 17, 33: a class and its remainder; 293: classes
 // 256 + 32 and 5 rows left. N 300: two 128-column chunks and a tail of 44; K 2100:
 // 64-column chunks.
-void check_half_shapes(kernels::WeightType type, bool dot_slow) {
+void check_half_shapes(kernels::WeightType type, bool dot_slow, bool rows_path = false) {
   for (Isa isa : usable_isas())
     for (int M : {1, 15, 16, 17, 33, 100, Projection::kMaxBf16ClassRows + 37})
       for (auto [K, N] : {std::pair{64, 17}, {200, 130}, {96, 300}, {2100, 70}})
-        for (bool strided : {false, true}) check_half(type, M, K, N, /*bias=*/M % 2 == 1, strided, isa, dot_slow);
+        for (bool strided : {false, true})
+          check_half(type, M, K, N, /*bias=*/M % 2 == 1, strided, isa, dot_slow, rows_path);
 }
 
 TEST(Projection, Bf16WeightsMatchReferenceAroundTheClassEdges) {
-  for (bool dot_slow : {false, true}) {
-    kernels::quant::set_bf16_dot_slow_override(dot_slow);
-    check_half_shapes(kernels::WeightType::bf16, dot_slow);
+  for (bool rows_path : {false, true}) {
+    Projection::set_dequant_prefill_override(rows_path);
+    for (bool dot_slow : {false, true}) {
+      kernels::quant::set_bf16_dot_slow_override(dot_slow);
+      check_half_shapes(kernels::WeightType::bf16, dot_slow, rows_path);
+    }
   }
   kernels::quant::set_bf16_dot_slow_override(-1);
+  Projection::set_dequant_prefill_override(-1);
 }
 
 TEST(Projection, F16WeightsMatchReferenceAroundTheClassEdges) {
