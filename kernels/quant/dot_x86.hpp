@@ -60,8 +60,8 @@ inline void ahead(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + kAheadBytes, _MM_HINT_T0);
   _mm_prefetch(static_cast<const char*>(p) + kFarBytes, _MM_HINT_T1);
 }
-// BF16 rows on AVX-512 (bf16_avx512.cpp) take ahead() on Zen 4 only (elsewhere one
-// non-temporal request 8 KiB ahead: faster on the Zen 5 in every round, see there). Until
+// BF16 rows on AVX-512 (bf16_avx512.cpp) take ahead() everywhere but Zen 5 (there one
+// non-temporal request 8 KiB ahead: faster in every round; on Intel 3x slower, see there). Until
 // session 19 every host took that request, chosen on the Zen 5 host (768 x 32000 rows 46-49 ->
 // 51-52 GB/s, llama-134m BF16 decode 186-194 -> 205-212 tok/s) while decode attention
 // read the 16-bit cache out of order, as did the Q8_0/Q4_0 panels until session 18. With

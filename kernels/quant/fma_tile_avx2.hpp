@@ -18,11 +18,18 @@ namespace headwise::kernels::quant {
 namespace {
 
 // out[a][0..1] = Σ_{k < nk} x[a][k] · group k, for RA input rows (g: the first group).
-// One row (decode): two k per step in two sets of sums (the FMA latency), and a
-// non-temporal prefetch 8 KiB ahead (kStream). The sums are locals until the end:
+// One row (decode): two k per step in two sets of sums (the FMA latency), and a prefetch
+// 8 KiB ahead (kStream): non-temporal (kStreamNonTemporal) on AMD, into L1
+// (kStreamCached) elsewhere (quant::cpu_half_rows_nontemporal says why). The sums are locals until the end:
 // __m256 may alias the float inputs, so sums kept in the caller's array were stored back
 // after every FMA (7 → 17 → 32 GFLOP/s on one Zen 1 core, BF16 128 rows of 2048²).
-template <class H, int RA, bool kStream>
+enum StreamKind { kNoStream, kStreamNonTemporal, kStreamCached };
+template <int kStream>
+inline void stream_ahead(const uint8_t* q) {
+  if constexpr (kStream == kStreamNonTemporal) _mm_prefetch(reinterpret_cast<const char*>(q) + 8192, _MM_HINT_NTA);
+  if constexpr (kStream == kStreamCached) _mm_prefetch(reinterpret_cast<const char*>(q) + 8192, _MM_HINT_T0);
+}
+template <class H, int RA, int kStream>
 inline void fma_tile(const uint8_t* g, int64_t nk, const float* const* x, __m256 (*out)[2]) {
   constexpr size_t G = H::kGroupBytes;
   __m256 acc[RA][2];
@@ -33,8 +40,8 @@ inline void fma_tile(const uint8_t* g, int64_t nk, const float* const* x, __m256
     __m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps();
     for (; k + 2 <= nk; k += 2) {
       const uint8_t* q = g + size_t(k) * G;
-      if constexpr (kStream)
-        for (size_t o = 0; o < 2 * G; o += 64) _mm_prefetch(reinterpret_cast<const char*>(q) + 8192 + o, _MM_HINT_NTA);
+      if constexpr (kStream != kNoStream)
+        for (size_t o = 0; o < 2 * G; o += 64) stream_ahead<kStream>(q + o);
       __m256 a0, b0, a1, b1;
       H::load(q, a0, b0);
       H::load(q + G, a1, b1);
@@ -49,8 +56,8 @@ inline void fma_tile(const uint8_t* g, int64_t nk, const float* const* x, __m256
   }
   for (; k < nk; ++k) {
     const uint8_t* q = g + size_t(k) * G;
-    if constexpr (kStream) {
-      if ((size_t(k) * G) % 64 == 0) _mm_prefetch(reinterpret_cast<const char*>(q) + 8192, _MM_HINT_NTA);
+    if constexpr (kStream != kNoStream) {
+      if ((size_t(k) * G) % 64 == 0) stream_ahead<kStream>(q);
     }
     __m256 a, b;
     H::load(q, a, b);

@@ -376,7 +376,7 @@ struct Q8Fp32 {
       const float* xr[RA];
       for (int r = 0; r < RA; ++r) xr[r] = xf + (m + r) * ldx;
       __m256 acc[RA][2];
-      fma_tile<Q8Fp32, RA, false>(reinterpret_cast<const uint8_t*>(wf), nk, xr, acc);
+      fma_tile<Q8Fp32, RA, kNoStream>(reinterpret_cast<const uint8_t*>(wf), nk, xr, acc);
       fma_store<Q8Fp32, RA>(acc, y + m * ldy, ldy, valid, add);
     } else if constexpr (RA > 1) {
       rows_of<RA - 1>(wf, nk, xf, ldx, m, ra, add, y, ldy, valid);

@@ -90,14 +90,18 @@ bool cpu_int8_multiply_slow();
 // is sized or running (scratch_bytes and run must see the same answer).
 void set_int8_multiply_slow_override(int v);
 
-// True on CPUs that execute each 512-bit operation as two 256-bit halves: AMD Zen 4
-// (family 19h with AVX-512). There BF16 decode rows stream faster asked for ahead into
-// L1 and L2 (dot_x86.hpp's ahead()); on the full-width Zen 5 and elsewhere, with one
-// non-temporal request a line (bf16_avx512.cpp says what each measured). Asked on every
-// BF16 decode call, answered from one cpuid.
-bool cpu_avx512_half_width();
-// Tests: 1 or 0 forces the answer, -1 restores detection.
-void set_avx512_half_width_override(int v);
+// Whether the 16-bit decode rows (BF16 on avx512, BF16/F16 panels on avx2) are asked
+// for ahead with one non-temporal request a line (true) or into the caches (false:
+// dot_x86.hpp's ahead() on avx512, an L1 request 8 KiB ahead on avx2). Non-temporal only
+// on AMD, where it measured faster: Zen 5's AVX-512 and the avx2 panels on Zen 1 and 3 —
+// not Zen 4's avx512 (family 19h, which runs 512-bit operations as two halves), where
+// ahead() won. On Intel a non-temporal line is not kept in the L3, so a model the L3
+// could hold is read from DRAM every token: session 23's Xeon (480 MiB of L3), llama-134m
+// BF16 decode 41-42 -> 121-128 tok/s on avx512, 54-56 -> 107-109 on avx2 (bf16_avx512.cpp
+// has the figures). Asked on every such decode call, answered from one cpuid.
+bool cpu_half_rows_nontemporal(Isa isa);
+// Tests: 1 or 0 forces the answer for every ISA, -1 restores detection.
+void set_half_rows_nontemporal_override(int v);
 
 // True on CPUs whose AVX512-BF16 dot product (vdpbf16ps) runs below the fp32 FMA rate:
 // Intel's. Measured on an Emerald Rapids VM without AMX (2026-12-03): the peak probe's
