@@ -1,6 +1,7 @@
 // attention_bench — headwise::attention() on the five shapes and four GQA decode
-// shapes (f16, bf16 and fp32 caches), once per ISA this CPU has, at the thread count of
-// HEADWISE_THREADS (default: omp_get_max_threads()).
+// shapes (f16, bf16 and fp32 caches) and two prefills over a 16-bit cache, once per ISA
+// this CPU has (the latter also "avx512_amx" where the CPU has AMX), at the thread count
+// of HEADWISE_THREADS (default: omp_get_max_threads()).
 //
 // Counters (rates use wall time: UseRealTime):
 //   flops     achieved FLOP/s (printed as e.g. "512G/s" = 512 GFLOP/s)
@@ -70,6 +71,10 @@ const Shape kShapes[] = {
     {"G2", 1, 1, 2048, 32, 8, 64, true, headwise::KvType::f16},
     {"G3", 1, 1, 2048, 32, 8, 64, true, headwise::KvType::bf16},
     {"G4", 1, 1, 2048, 32, 8, 64, true, headwise::KvType::f32},
+    // Prefill over a 16-bit cache (the amx lines' case): llama-134m's layer (12 × 64) and
+    // llama-1b-like's (32 over 8 × 64) at 2048 tokens.
+    {"P1", 1, 2048, 2048, 12, 12, 64, true, headwise::KvType::f16},
+    {"P2", 1, 2048, 2048, 32, 8, 64, true, headwise::KvType::bf16},
 };
 
 using headwise::tools::random_tensor;
@@ -125,7 +130,12 @@ Tensors& tensors_for(const Shape& s) {
 int g_threads = 1;
 headwise::MachinePeak g_peak;
 
-void run_shape(benchmark::State& state, const Shape& s, Isa isa) {
+void run_shape(benchmark::State& state, const Shape& s, Isa isa, bool amx) {
+  // avx512 runs twice where the CPU has AMX: its amx lines (attention.inc) and without.
+  if (isa == Isa::avx512) headwise::kernels::set_amx_override(amx);
+  struct ClearAmx {
+    ~ClearAmx() { headwise::kernels::clear_amx_override(); }
+  } clear_amx;
   if (!headwise::kernels::set_isa_override(isa)) {
     state.SkipWithError("this CPU lacks the ISA");
     return;
@@ -176,7 +186,7 @@ void run_shape(benchmark::State& state, const Shape& s, Isa isa) {
     const double bw = g_peak.read_gbs(g_threads) * 1e9;
     if (bw > 0 && wall > 0) state.counters["pct_bw"] = 100.0 * s.kv_bytes() * iters / wall / bw;
   }
-  state.SetLabel(std::string(headwise::kernels::isa_name(isa)) + ", " +
+  state.SetLabel(std::string(headwise::kernels::isa_name(isa)) + (amx ? " + amx" : "") + ", " +
                  std::to_string(g_threads) + " threads");
 }
 
@@ -202,11 +212,17 @@ int main(int argc, char** argv) {
   for (const Shape& s : kShapes)
     for (Isa isa : {Isa::avx512, Isa::avx2, Isa::scalar}) {
       if (!headwise::kernels::may_use(isa)) continue;
-      const std::string name = s.name() + "/" + headwise::kernels::isa_name(isa);
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [&s, isa](benchmark::State& st) { run_shape(st, s, isa); })
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
+      for (bool amx : {true, false}) {
+        // (the amx lines: prefill over a 16-bit cache)
+        if (amx && (isa != Isa::avx512 || !headwise::kernels::amx_detected() || s.decode() ||
+                    s.kv_type == headwise::KvType::f32))
+          continue;
+        const std::string name = s.name() + "/" + headwise::kernels::isa_name(isa) + (amx ? "_amx" : "");
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [&s, isa, amx](benchmark::State& st) { run_shape(st, s, isa, amx); })
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
     }
 
   // Measured once, before any benchmark runs, on the same thread count.

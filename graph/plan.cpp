@@ -120,6 +120,7 @@ kernels::WeightType weight_type_of(DType t) {
 
 Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
   if (!kernels::isa_env_error().empty()) return unsupported(kernels::isa_env_error());
+  if (!kernels::amx_env_error().empty()) return unsupported(kernels::amx_env_error());
   auto plan = std::make_unique<Plan>();
   plan->graph = std::move(graph);
   plan->isa = kernels::active_isa();

@@ -1,6 +1,11 @@
 #include "kernels/dispatch.hpp"
 
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 
@@ -43,6 +48,45 @@ const EnvCap& env_cap() {
 
 // -1: no override.
 std::atomic<int> g_override{-1};
+std::atomic<int> g_amx_override{-1};
+
+bool detect_amx() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  if (!(d & (1u << 24)) || !(d & (1u << 22))) return false;  // AMX-TILE, AMX-BF16
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;  // XTILECFG, XTILEDATA enabled
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kReqXcompPerm = 0x1023, kGetXcompPerm = 0x1022, kXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) != 0) return false;
+  unsigned long granted = 0;
+  if (syscall(SYS_arch_prctl, kGetXcompPerm, &granted) != 0) return false;
+  return (granted >> kXtiledata) & 1;
+#else
+  return false;
+#endif
+}
+
+struct AmxEnv {
+  bool on = true;
+  std::string error;
+};
+
+const AmxEnv& amx_env() {
+  static const AmxEnv e = [] {
+    AmxEnv r;
+    const char* env = std::getenv("HEADWISE_AMX");
+    if (env == nullptr || *env == '\0') return r;
+    const std::string v = env;
+    if (v == "0") r.on = false;
+    else if (v != "1") r.error = "HEADWISE_AMX='" + v + "' is not 0 or 1";
+    else if (!amx_detected()) r.error = "HEADWISE_AMX=1 but this CPU (or its OS) does not offer AMX";
+    return r;
+  }();
+  return e;
+}
 
 }  // namespace
 
@@ -85,5 +129,26 @@ bool set_isa_override(Isa isa) {
 }
 
 void clear_isa_override() { g_override.store(-1, std::memory_order_relaxed); }
+
+bool amx_detected() {
+  static const bool amx = detect_amx();
+  return amx;
+}
+
+bool amx_usable() {
+  if (!amx_detected() || active_isa() != Isa::avx512) return false;
+  const int o = g_amx_override.load(std::memory_order_relaxed);
+  return o >= 0 ? o != 0 : amx_env().on;
+}
+
+const std::string& amx_env_error() { return amx_env().error; }
+
+bool set_amx_override(bool on) {
+  if (on && !amx_detected()) return false;
+  g_amx_override.store(on ? 1 : 0, std::memory_order_relaxed);
+  return true;
+}
+
+void clear_amx_override() { g_amx_override.store(-1, std::memory_order_relaxed); }
 
 }  // namespace headwise::kernels

@@ -38,4 +38,21 @@ const std::string& isa_env_error();
 bool set_isa_override(Isa isa);
 void clear_isa_override();
 
+// AMX, Intel's tile matrix unit (bf16 tiles, TDPBF16PS): an extra a kernel list may ask
+// for beside its ISA (attention.inc's amx lines). Detected once: the CPU has AMX-TILE
+// and AMX-BF16 (CPUID 7.0 EDX bits 24 and 22), the OS saves the tile state (XCR0 bits
+// 17-18) and Linux grants this process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM,
+// asked here once; without it the first tile instruction faults).
+bool amx_detected();
+// Whether kernels may use AMX now: amx_detected(), the active ISA avx512, and not turned
+// off by HEADWISE_AMX=0 (like HEADWISE_ISA, a cap read once) or set_amx_override(false).
+bool amx_usable();
+// Why HEADWISE_AMX could not be honoured (empty when it was, or when unset): a value
+// other than 0 or 1, or 1 on a CPU without AMX.
+const std::string& amx_env_error();
+// Programmatic switch for tests and tools, applying to plans built afterwards; true asks
+// for AMX where amx_detected() (returns false and changes nothing elsewhere).
+bool set_amx_override(bool on);
+void clear_amx_override();
+
 }  // namespace headwise::kernels

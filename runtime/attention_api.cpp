@@ -71,6 +71,7 @@ Status validate(const AttentionParams& a, const AttnInput& q, const AttnKvInput&
                                 std::to_string(a.kv_valid[b]) + " is outside 0..kv_len (" +
                                 std::to_string(a.kv_len) + ")");
   if (!kernels::isa_env_error().empty()) return unsupported(kernels::isa_env_error());
+  if (!kernels::amx_env_error().empty()) return unsupported(kernels::amx_env_error());
   return Status::Ok();
 }
 

@@ -313,6 +313,9 @@ int cmd_bench_attention(int argc, char** argv) {
   const double gflops = flops / (median * 1e-3) / 1e9;
   const double gbps = kv_bytes / (median * 1e-3) / 1e9;
   const std::string isa = headwise::isa_name();
+  // The kernel line headwise::attention() picks (attention.inc): the amx ones where AMX
+  // is usable (HEADWISE_AMX=0 turns them off).
+  const char* line = kernels::attn_kernel(kernels::active_isa(), kv_type).name;
 
   const bool with_peak = !args.has("no-peak");
   // The read bandwidth first, right after the timed calls: on a shared host it drifts by
@@ -333,6 +336,7 @@ int cmd_bench_attention(int argc, char** argv) {
       j += std::string("\"") + key + "\": " + value;
     };
     add("isa", "\"" + isa + "\"");
+    add("kernel", "\"" + std::string(line) + "\"");
     add("threads", std::to_string(a.threads));
     add("batch", std::to_string(a.batch));
     if (!decode) add("seq", std::to_string(a.q_len));
@@ -372,7 +376,7 @@ int cmd_bench_attention(int argc, char** argv) {
   std::printf("shape     batch %d, q_len %d, kv_len %d, heads %d, kv_heads %d, head_dim %d, %s%s\n",
               a.batch, a.q_len, a.kv_len, a.q_heads, a.kv_heads, a.head_dim,
               causal ? "causal" : "non-causal", decode ? ", decode" : ", prefill");
-  std::printf("kernel    %s, %d threads, %s K/V %s\n", isa.c_str(), a.threads, kv_type_name(kv_type),
+  std::printf("kernel    %s (%s), %d threads, %s K/V %s\n", isa.c_str(), line, a.threads, kv_type_name(kv_type),
               tiled ? "in a session's tiles of 16 positions" : "position-major");
   std::printf("time      median %.3f ms (min %.3f, max %.3f) over %lld repeats after %lld warmup",
               median, ms.front(), ms.back(), repeat, warmup);

@@ -10,7 +10,7 @@
 
 namespace headwise::kernels {
 
-#define HW_ATTN_KERNEL(isa, kv, prefill, decode, qt, kt)                                \
+#define HW_ATTN_KERNEL(isa, unit, kv, prefill, decode, qt, kt)                          \
   void prefill(const AttnProblem&, int, int, int, float*);                             \
   void decode(const AttnProblem&, int, int, int, float*, float*);
 #include "kernels/attention/attention.inc"
@@ -18,8 +18,8 @@ namespace headwise::kernels {
 
 namespace {
 const AttnKernel kTable[] = {
-#define HW_ATTN_KERNEL(isa, kv, prefill, decode, qt, kt) \
-  {Isa::isa, KvType::kv, #prefill, prefill, decode, qt, kt},
+#define HW_ATTN_KERNEL(isa, unit, kv, prefill, decode, qt, kt) \
+  {Isa::isa, AttnUnit::unit, KvType::kv, #prefill, prefill, decode, qt, kt},
 #include "kernels/attention/attention.inc"
 #undef HW_ATTN_KERNEL
 };
@@ -50,7 +50,9 @@ KernelList<AttnKernel> attn_kernels() { return kernel_list(kTable); }
 
 const AttnKernel& attn_kernel(Isa isa, KvType kv_type) {
   const AttnKernel* k =
-      select(attn_kernels(), isa, [kv_type](const AttnKernel& e) { return e.kv_type == kv_type; });
+      select(attn_kernels(), isa, [kv_type](const AttnKernel& e) {
+        return e.kv_type == kv_type && (e.unit == AttnUnit::vec || amx_usable());
+      });
   assert(k);  // attention.inc has a scalar line for every KvType
   return k ? *k : kTable[sizeof(kTable) / sizeof(kTable[0]) - 1];
 }
@@ -67,7 +69,9 @@ AttnPlan plan_attention(const AttnKernel& k, const AttnProblem& p, int threads,
     const int tasks = p.batch * p.q_heads * ceil_div(p.q_len, k.q_tile);
     plan.path = AttnPath::prefill;
     plan.threads = std::max(1, std::min(threads, tasks));
-    plan.scratch_floats = apart(prefill_scratch_floats(k.q_tile, k.kv_tile, p.head_dim, k.kv_type));
+    plan.scratch_floats = apart(k.unit == AttnUnit::amx
+                                    ? amx_prefill_scratch_floats(k.q_tile, k.kv_tile, p.head_dim)
+                                    : prefill_scratch_floats(k.q_tile, k.kv_tile, p.head_dim, k.kv_type));
     return plan;
   }
   plan.path = AttnPath::decode;

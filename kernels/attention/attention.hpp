@@ -111,8 +111,12 @@ using AttnPrefillFn = void (*)(const AttnProblem& p, int b, int hq, int q0, floa
 using AttnDecodeFn = void (*)(const AttnProblem& p, int b, int k0, int k1, float* part,
                               float* scratch);
 
+// What a line computes on besides its ISA's vector registers (attention.inc's unit).
+enum class AttnUnit { vec, amx };
+
 struct AttnKernel {
   Isa isa;
+  AttnUnit unit;   // amx: selected only where kernels::amx_usable()
   KvType kv_type;  // the K/V element type it reads
   const char* name;
   AttnPrefillFn prefill;
@@ -132,9 +136,9 @@ const AttnKernel& attn_kernel(Isa isa, KvType kv_type = KvType::f32);
 struct AttnTiles {
   int q_tile, kv_tile;
 };
-constexpr AttnTiles attn_tiles(Isa isa, KvType kv_type = KvType::f32) {
-#define HW_ATTN_KERNEL(isa_, kv_, prefill, decode, qt, kt) \
-  if (isa == Isa::isa_ && kv_type == KvType::kv_) return {qt, kt};
+constexpr AttnTiles attn_tiles(Isa isa, KvType kv_type = KvType::f32, AttnUnit unit = AttnUnit::vec) {
+#define HW_ATTN_KERNEL(isa_, unit_, kv_, prefill, decode, qt, kt) \
+  if (isa == Isa::isa_ && unit == AttnUnit::unit_ && kv_type == KvType::kv_) return {qt, kt};
 #include "kernels/attention/attention.inc"
 #undef HW_ATTN_KERNEL
   return {0, 0};
@@ -151,6 +155,16 @@ inline size_t prefill_scratch_floats(int q_tile, int kv_tile, int head_dim,
                                      KvType kv_type = KvType::f32) {
   const size_t tiles = kv_type == KvType::f32 ? 0 : size_t(2) * kv_tile * head_dim;
   return size_t(2 * head_dim + kv_tile + 2) * q_tile + tiles;
+}
+// The amx lines' prefill scratch (attn_fwd_amx_impl.hpp lays it out), with D32 the
+// head_dim rounded up to 32:
+//   Qb: Q·scale·log2e as bf16 hi and lo B tiles (D32, QT) | Ot (D32, QT) | St (KT, QT)
+//   | m, l (QT each) | Ka: the K tile as bf16 hi and lo A tiles (KT, D32)
+//   | Va: Vᵀ as bf16 hi and lo A tiles (D32, KT) | Pb: P as bf16 hi and lo B tiles (KT, QT)
+inline size_t amx_prefill_scratch_floats(int q_tile, int kv_tile, int head_dim) {
+  const size_t d32 = (head_dim + 31) / 32 * 32;
+  const size_t qt = q_tile, kt = kv_tile;
+  return 2 * d32 * qt + 2 * kt * qt + 2 * qt + 2 * kt * d32;
 }
 inline size_t decode_scratch_floats(int kv_tile, int rows, int head_dim) {
   return size_t(rows) * (decode_row_floats(head_dim) + kv_tile);

@@ -125,6 +125,10 @@ struct AttnData {
 
 // Runs one kernel of the list on p with its own workspace.
 inline void run_kernel(const AttnKernel& k, const AttnProblem& p, int threads, AttnPath path) {
+  // An amx line's prefill needs the tile state Linux grants on request (amx_usable asks).
+  if (k.unit == kernels::AttnUnit::amx && path != AttnPath::decode) {
+    ASSERT_TRUE(kernels::amx_usable()) << k.name << " run where AMX is not usable";
+  }
   const kernels::AttnPlan plan = kernels::plan_attention(k, p, threads, path);
   std::unique_ptr<float, decltype(&std::free)> ws(
       static_cast<float*>(std::aligned_alloc(64, (plan.workspace_floats() * 4 + 64) / 64 * 64)),
@@ -147,5 +151,13 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
 // then computes on the same rounded K/V (widening is exact): only the fp32 summation
 // order and the exp2 polynomial differ, never the inputs.
 constexpr double kRelTol = 1e-5;
+// The amx lines' prefill computes its two products in split bf16 (attn_fwd_amx_impl.hpp):
+// each P is to within 2⁻¹⁷ (7.6e-6) of itself, so an output can be off by up to about
+// 2⁻¹⁷ · max|V| from P alone, plus the scores' 2⁻¹⁷ per term: 2e-5 · max|V| (at most
+// 8.8e-6 measured over attention_test's sweep). Their decode is the avx512 line's.
+constexpr double kAmxRelTol = 2e-5;
+inline double rel_tol(const AttnKernel& k, AttnPath path) {
+  return k.unit == kernels::AttnUnit::amx && path != AttnPath::decode ? kAmxRelTol : kRelTol;
+}
 
 }  // namespace headwise::test

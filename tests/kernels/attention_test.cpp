@@ -4,7 +4,9 @@
 // head_dim 1..256, sequence lengths around every tile edge, causal and bidirectional,
 // MHA/GQA/MQA, batches, strided inputs from one fused QKV buffer, decode against long
 // caches, padded batches; each with an fp32, f16 and bf16 K/V cache (16-bit also in the
-// session's tiled layout), against the reference on the same rounded K/V. Tolerance: max abs error ≤ 1e-5 · max|V|.
+// session's tiled layout), against the reference on the same rounded K/V. Tolerance: max abs error ≤ 1e-5 · max|V|
+// (the vector lines measure below 5e-7 · max|V| here), and 2e-5 · max|V| for the amx
+// lines' prefill, computed in split bf16 (attention_cases.hpp's kAmxRelTol says why).
 #include <sstream>
 
 #include "tests/kernels/attention_cases.hpp"
@@ -38,7 +40,6 @@ TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
     const int lens[] = {c.Tk, c.Tk / 2 + 1, 0};
     for (int b = 0; b < c.B; ++b) data.valid.push_back(lens[b % 3]);
   }
-  const double tol = kRelTol * data.max_abs_v();  // rounding to 16 bits keeps |V| ≤ 1
 
   int ran = 0;
   for (KvType kv : all_kv_types()) {
@@ -47,6 +48,10 @@ TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
       if (k.kv_type != kv) continue;
       if (!kernels::may_use(k.isa)) {
         std::cout << "[ SKIPPED  ] " << k.name << ": CPU lacks " << kernels::isa_name(k.isa) << "\n";
+        continue;
+      }
+      if (k.unit == kernels::AttnUnit::amx && !kernels::amx_usable()) {
+        std::cout << "[ SKIPPED  ] " << k.name << ": no AMX here (or HEADWISE_AMX=0)\n";
         continue;
       }
       std::vector<AttnPath> paths = {AttnPath::prefill};
@@ -62,7 +67,7 @@ TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
             run_kernel(k, tiled ? data.tiled_problem(c.causal, data.out.data(), kv)
                                 : data.problem(c.causal, data.out.data(), kv),
                        threads, path);
-            EXPECT_LE(max_abs_diff(data.out, data.ref), tol)
+            EXPECT_LE(max_abs_diff(data.out, data.ref), rel_tol(k, path) * data.max_abs_v())
                 << k.name << (path == AttnPath::decode ? " decode" : " prefill") << " threads=" << threads
                 << " kv=" << kv_type_name(kv) << (tiled ? " tiled" : "");
             ++ran;

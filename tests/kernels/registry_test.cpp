@@ -47,6 +47,35 @@ TEST(Registry, EveryIsaGetsALineOfItsOwnIsa) {
   }
 }
 
+// The amx lines (attention.inc) are chosen only where AMX is usable: detected, the ISA
+// avx512, not switched off; otherwise the avx512 vector line of the same type.
+TEST(Registry, AmxLinesOnlyWhereAmxIsUsable) {
+  int amx_lines = 0;
+  for (const AttnKernel& k : attn_kernels()) amx_lines += k.unit == AttnUnit::amx;
+  EXPECT_EQ(amx_lines, 2) << "one per 16-bit K/V type";
+  ASSERT_TRUE(set_amx_override(amx_detected()));
+  EXPECT_EQ(attn_kernel(Isa::avx512, KvType::f32).unit, AttnUnit::vec) << "an fp32 cache stays exact";
+  ASSERT_TRUE(set_amx_override(false));
+  for (KvType t : {KvType::f32, KvType::f16, KvType::bf16})
+    EXPECT_EQ(attn_kernel(Isa::avx512, t).unit, AttnUnit::vec) << kv_type_name(t);
+  const bool on = set_amx_override(true);
+  EXPECT_EQ(on, amx_detected()) << "asking for AMX succeeds exactly where it is detected";
+  for (KvType t : {KvType::f16, KvType::bf16}) {
+    SCOPED_TRACE(kv_type_name(t));
+    const AttnKernel& k = attn_kernel(Isa::avx512, t);
+    EXPECT_EQ(k.unit, on && may_use(Isa::avx512) ? AttnUnit::amx : AttnUnit::vec);
+    EXPECT_EQ(k.kv_type, t);
+    EXPECT_EQ(attn_kernel(Isa::avx2, t).unit, AttnUnit::vec) << "an avx2 cap never reaches AMX";
+  }
+  if (on && may_use(Isa::avx512)) {  // capped below avx512 by the ISA override: off
+    ASSERT_TRUE(set_isa_override(Isa::avx2));
+    EXPECT_FALSE(amx_usable());
+    clear_isa_override();
+    EXPECT_TRUE(amx_usable());
+  }
+  clear_amx_override();
+}
+
 TEST(Registry, EveryKindHasAScalarLine) {
   auto has_scalar = [](auto list, auto same_kind) {
     for (const auto& e : list)

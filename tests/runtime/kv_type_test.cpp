@@ -139,9 +139,11 @@ TEST(KvType, PrefillChunksAndDecodeAgree) {
   auto tiny = synthetic_model("tiny");
   auto st = stories();
   // measured: tiny 1.3e-5 (f16), 3.2e-6 (bf16) on Zen 4/5, 4.5e-5 and 3.9e-6 on Zen 1
-  // (1.1e-4 f16 with the scalar kernels); stories260K: see check_paths_agree
+  // (1.1e-4 f16 with the scalar kernels); 1.4e-4 and 2.0e-4 where the one pass runs on
+  // the amx lines (an Intel Xeon with AMX, 2026-12-05: split bf16, about 2⁻¹⁷ of each
+  // term, attn_fwd_amx_impl.hpp, against fp32 decode); stories260K: see check_paths_agree
   check_paths_agree(*tiny, 70, KvType::f16, 3e-4);
-  check_paths_agree(*tiny, 70, KvType::bf16, 1e-4);
+  check_paths_agree(*tiny, 70, KvType::bf16, 3e-4);
   if (!st) GTEST_SKIP() << "../shared/models not present";
   check_paths_agree(*st, 100, KvType::f16, 3e-2);
   check_paths_agree(*st, 100, KvType::bf16, 8e-2);

@@ -54,7 +54,7 @@ TEST(BenchAttention, JsonPrefillHasEveryKey) {
   const Result r = bench("--batch 2 --seq 96 --heads 4 --kv-heads 2 --head-dim 32 --repeat 3 "
                          "--warmup 1 --threads 1 --no-peak --json");
   const nlohmann::json j = parse_one_object(r);
-  for (const char* key : {"median_ms", "min_ms", "max_ms", "gflops", "isa", "threads", "batch",
+  for (const char* key : {"median_ms", "min_ms", "max_ms", "gflops", "isa", "kernel", "threads", "batch",
                           "seq", "kv_len", "heads", "kv_heads", "head_dim", "causal", "decode",
                           "peak_gflops", "pct_peak", "cpu_over_wall", "peak_rss_bytes",
                           "qkvo_bytes"})
@@ -64,6 +64,10 @@ TEST(BenchAttention, JsonPrefillHasEveryKey) {
   EXPECT_EQ(j.value("causal", false), true);
   EXPECT_EQ(j.value("decode", true), false);
   EXPECT_EQ(j.value("isa", ""), kernels::isa_name(kernels::detected_isa()));
+  // the line the API runs (an fp32 cache: never an amx one)
+  const std::string line = j.value("kernel", "");
+  EXPECT_EQ(line.find("attn_fwd_f32_"), 0u) << line;
+  EXPECT_EQ(line.find("__amx"), std::string::npos) << line;
   EXPECT_TRUE(j["pct_peak"].is_null()) << "--no-peak measures no peak";
   // (B, T, H, D) Q and O plus (B, T, Hkv, D) K and V, in bytes.
   EXPECT_EQ(j.value("qkvo_bytes", 0.0), (2.0 * 2 * 96 * 4 * 32 + 2.0 * 2 * 96 * 2 * 32) * 4);
@@ -81,6 +85,7 @@ TEST(BenchAttention, JsonDecodeWithPeakHasBandwidthKeys) {
   EXPECT_EQ(j.value("decode", false), true);
   EXPECT_EQ(j.value("kv_len", 0), 512);
   EXPECT_EQ(j.value("isa", ""), "scalar");
+  EXPECT_EQ(j.value("kernel", ""), "attn_fwd_f32_q4k64__scalar");
   // The peak is measured (a number) unless the CPU lacks AVX2 (then null, never 0).
   EXPECT_TRUE(j["peak_gflops"].is_number() || j["peak_gflops"].is_null());
   if (j["peak_gflops"].is_number()) {
@@ -163,6 +168,26 @@ TEST(BenchAttention, KvLayoutDefaultsToTheSessionsAndIsHonoured) {
                          "--kv-layout plain");
   EXPECT_EQ(p.code, 0) << p.err;
   EXPECT_NE(p.out.find("position-major"), std::string::npos) << p.out;
+}
+
+TEST(BenchAttention, SixteenBitPrefillNamesTheAmxLineWhereUsable) {
+  // A 16-bit cache's prefill runs on the amx line where AMX is usable (this process asks
+  // as the CLI does), never with HEADWISE_AMX=0; the text names the line as the JSON does.
+  for (const char* kv : {"f16", "bf16"}) {
+    const std::string args = std::string("--seq 70 --heads 2 --head-dim 48 --repeat 1 --warmup 0 --no-peak --kv-type ") + kv;
+    const std::string prefix = std::string("attn_fwd_") + kv + "_";
+    const std::string on = parse_one_object(bench(args + " --json")).value("kernel", "");
+    EXPECT_EQ(on.find(prefix), 0u) << on;
+    EXPECT_EQ(on.find("__amx") != std::string::npos, kernels::amx_usable()) << on;
+    const std::string off = parse_one_object(bench(args + " --json", "HEADWISE_AMX=0")).value("kernel", "");
+    EXPECT_EQ(off.find(prefix), 0u) << off;
+    EXPECT_EQ(off.find("__amx"), std::string::npos) << off;
+    const Result text = bench(args, "HEADWISE_AMX=0");
+    EXPECT_NE(text.out.find("(" + off + ")"), std::string::npos) << text.out;
+  }
+  const Result bad = bench("--seq 40 --heads 2 --head-dim 32 --repeat 1 --no-peak", "HEADWISE_AMX=2");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("HEADWISE_AMX='2' is not 0 or 1"), std::string::npos) << bad.err;
 }
 
 TEST(BenchAttention, IsaTheCpuLacksIsUsageError) {

@@ -27,6 +27,17 @@ TEST(RunPlan, UnusableIsaFailsTheLoadNamingTheVariable) {
   }
 }
 
+TEST(RunPlan, UnusableAmxSettingFailsTheLoadNamingTheVariable) {
+  const CliResult r = run_headwise("run --steps 2 --threads 1", "HEADWISE_AMX=yes");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("HEADWISE_AMX='yes' is not 0 or 1"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing generated";
+  // HEADWISE_AMX=0 always loads, and its plan names no amx line
+  const CliResult off = run_headwise("run --steps 2 --threads 1 --verbose --temp 0", "HEADWISE_AMX=0");
+  ASSERT_EQ(off.code, 0) << off.err;
+  EXPECT_EQ(off.err.find("__amx"), std::string::npos) << off.err;
+}
+
 TEST(RunPlan, ScalarIsaRunsAndSaysSo) {
   const CliResult r = run_headwise("run --steps 3 --threads 1 --verbose --temp 0", "HEADWISE_ISA=scalar");
   ASSERT_EQ(r.code, 0) << r.err;
