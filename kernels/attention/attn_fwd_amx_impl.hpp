@@ -341,16 +341,20 @@ struct AttnFwdAmx {
       // Online softmax per query lane (attn_fwd_impl.hpp's step 3); P overwrites Sᵀ.
       __m512 alpha[NC];
       for (int v = 0; v < ncl; ++v) {
+        // Causal: keys from k0 + live on are hidden from all 16 queries of v: P = 0 there
+        // without the exponential (half of a diagonal tile's scores).
+        const int live = p.causal ? std::clamp(q_pos0 + v * 16 + 16 - k0, 0, nk) : nk;
         __m512 mx = _mm512_load_ps(m + v * 16);
-        for (int j = 0; j < nk; ++j) mx = _mm512_max_ps(mx, _mm512_load_ps(St + j * QT + v * 16));
+        for (int j = 0; j < live; ++j) mx = _mm512_max_ps(mx, _mm512_load_ps(St + j * QT + v * 16));
         const __m512 mref = _mm512_max_ps(mx, _mm512_set1_ps(-3.0e38f));
         __m512 sum = _mm512_setzero_ps();
-        for (int j = 0; j < nk; ++j) {
+        for (int j = 0; j < live; ++j) {
           float* s = St + j * QT + v * 16;
           const __m512 pj = exp2_avx512(_mm512_sub_ps(_mm512_load_ps(s), mref));
           _mm512_store_ps(s, pj);
           sum = _mm512_add_ps(sum, pj);
         }
+        for (int j = live; j < nk; ++j) _mm512_store_ps(St + j * QT + v * 16, _mm512_setzero_ps());
         alpha[v] = exp2_avx512(_mm512_sub_ps(_mm512_load_ps(m + v * 16), mref));
         _mm512_store_ps(l + v * 16, _mm512_fmadd_ps(alpha[v], _mm512_load_ps(l + v * 16), sum));
         _mm512_store_ps(m + v * 16, mx);
