@@ -61,6 +61,23 @@ struct StridedKv {
   }
 };
 
+// Asks for rows [t, t + n) of kv head hk's K and V (into L2, one request a cache line):
+// the prefill bodies call it one key tile ahead — a head's K and V exceed L2 for long
+// sequences, and every query tile streams them again. (Row by row: a tiled 16-bit cache
+// is not one stride apart across its tiles.) T: the K/V element type.
+template <class T, class Problem>
+inline void prefetch_kv_rows(const Problem& p, int b, int hk, int t, int n) {
+  constexpr int kStep = 64 / sizeof(T);  // elements per cache line
+  for (int j = 0; j < n; ++j) {
+    const T* kn = p.k.template at<T>(b, t + j, hk);
+    const T* vn = p.v.template at<T>(b, t + j, hk);
+    for (int d = 0; d < p.head_dim; d += kStep) {
+      __builtin_prefetch(kn + d, 0, 2);
+      __builtin_prefetch(vn + d, 0, 2);
+    }
+  }
+}
+
 struct StridedOut {
   float* data = nullptr;
   int64_t sb = 0, st = 0, sh = 0;

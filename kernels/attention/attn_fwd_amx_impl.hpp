@@ -106,25 +106,6 @@ inline void transpose16x16(__m512i* r) {
   }
 }
 
-// 2^x for x ≤ 0 (the softmax's range), relative error < 2e-7 (simd_xsimd.hpp's Cephes
-// polynomial), with vscalefps for the 2^n. Below −125 the result is exactly 0 (a masked
-// score, −inf, included): vscalefps producing a denormal, or underflowing to one, takes
-// a microcode assist (a clamp at −200 made the softmax 2.5× slower on masked tiles).
-inline __m512 exp2_avx512(__m512 x) {
-  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-125.0f), _CMP_GE_OQ);
-  const __m512 xc = _mm512_max_ps(x, _mm512_set1_ps(-125.0f));
-  const __m512 n = _mm512_roundscale_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(xc, n);
-  __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.339887440266574e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618437357674640e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550332471162809e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402264791363012e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472028550421e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_maskz_scalef_ps(live, p, n);
-}
-
 inline __mmask32 first_lanes32(int n) { return n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1; }
 
 // Elements [0, n) of a row (n ≤ 32) widened to fp32, zeros past n.
@@ -268,23 +249,12 @@ struct AttnFwdAmx {
     const int q_pos0 = p.causal_offset() + q0;
     int kend = p.kv_valid ? std::min(p.kv_len, p.kv_valid[b]) : p.kv_len;
     if (p.causal) kend = std::min(kend, q_pos0 + nq);
-    constexpr int kPrefetchStep = 64 / sizeof(T);
 
     amx_configure();
     for (int k0 = 0; k0 < kend; k0 += KT) {
       const int nk = std::min(KT, kend - k0);
       const int nks = (nk + 31) / 32, nkb = 2 * nks;  // whole 32-key steps
-      if (k0 + KT < kend) {  // the next tile's rows into L2, as attn_fwd_impl.hpp does
-        const int nn = std::min(KT, kend - k0 - KT);
-        for (int j = 0; j < nn; ++j) {
-          const T* kn = p.k.at<T>(b, k0 + KT + j, hk);
-          const T* vn = p.v.at<T>(b, k0 + KT + j, hk);
-          for (int d = 0; d < D; d += kPrefetchStep) {
-            __builtin_prefetch(kn + d, 0, 2);
-            __builtin_prefetch(vn + d, 0, 2);
-          }
-        }
-      }
+      if (k0 + KT < kend) prefetch_kv_rows<T>(p, b, hk, k0 + KT, std::min(KT, kend - k0 - KT));
 
       // K as A tiles: tile (kb, s) row i holds features s·32 .. s·32 + 31 of key kb·16 + i.
       for (int kb = 0; kb < nkb; ++kb)
@@ -350,12 +320,12 @@ struct AttnFwdAmx {
         __m512 sum = _mm512_setzero_ps();
         for (int j = 0; j < live; ++j) {
           float* s = St + j * QT + v * 16;
-          const __m512 pj = exp2_avx512(_mm512_sub_ps(_mm512_load_ps(s), mref));
+          const __m512 pj = S::exp2(V(_mm512_sub_ps(_mm512_load_ps(s), mref)));
           _mm512_store_ps(s, pj);
           sum = _mm512_add_ps(sum, pj);
         }
         for (int j = live; j < nk; ++j) _mm512_store_ps(St + j * QT + v * 16, _mm512_setzero_ps());
-        alpha[v] = exp2_avx512(_mm512_sub_ps(_mm512_load_ps(m + v * 16), mref));
+        alpha[v] = S::exp2(V(_mm512_sub_ps(_mm512_load_ps(m + v * 16), mref)));
         _mm512_store_ps(l + v * 16, _mm512_fmadd_ps(alpha[v], _mm512_load_ps(l + v * 16), sum));
         _mm512_store_ps(m + v * 16, mx);
       }

@@ -246,24 +246,11 @@ struct AttnFwd {
     if (p.causal) kend = std::min(kend, q_pos0 + nq);
     using T = typename E::T;
     constexpr bool kWide = !std::is_same_v<E, KvF32>;
-    constexpr int kPrefetchStep = 64 / sizeof(T);  // elements per cache line
 
     for (int k0 = 0; k0 < kend; k0 += KT) {
       const int nk = std::min(KT, kend - k0);
-      // Ask for the next tile's K and V rows now (into L2): a head's K and V exceed L2
-      // for long sequences, and every query tile streams them again. (Row by row: a
-      // tiled 16-bit cache is not one stride apart across its tiles.)
-      if (k0 + KT < kend) {
-        const int nn = std::min(KT, kend - k0 - KT);
-        for (int j = 0; j < nn; ++j) {
-          const T* kn = p.k.at<T>(b, k0 + KT + j, hk);
-          const T* vn = p.v.at<T>(b, k0 + KT + j, hk);
-          for (int d = 0; d < D; d += kPrefetchStep) {
-            __builtin_prefetch(kn + d, 0, 2);
-            __builtin_prefetch(vn + d, 0, 2);
-          }
-        }
-      }
+      // The next tile's K and V rows, asked for now (prefetch_kv_rows says why).
+      if (k0 + KT < kend) prefetch_kv_rows<T>(p, b, hk, k0 + KT, std::min(KT, kend - k0 - KT));
 
       // The tile as fp32 rows: the cache itself (fp32, plain strides), or (16-bit) its
       // widened copy.
