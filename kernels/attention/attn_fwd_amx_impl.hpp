@@ -217,11 +217,15 @@ struct AttnFwdAmx {
     auto va = [&](int hl, int db, int ks) { return Va + ((size_t(hl) * NDB + db) * (KT / 32) + ks) * kTile; };
     auto pb = [&](int hl, int ks) { return Pb + (size_t(hl) * (KT / 32) + ks) * NC * kTile; };
 
+    // Live 16-query columns, in whole pairs: a short last tile skips the rest (their Qb,
+    // Sᵀ, Pb and Ot columns are never read).
+    const int ncl = std::min(NC, (nq + 31) / 32 * 2);
+
     // Qᵀ·scale·log2(e) as B tiles: tile (s, c) row j holds features s·32 + 2j, 2j + 1 of
     // the column's 16 queries, pairwise — a 16 × 16 transpose of pairs.
     const float c = p.scale * 1.4426950408889634f;
     const __m512 cv = _mm512_set1_ps(c);
-    for (int col = 0; col < NC; ++col)
+    for (int col = 0; col < ncl; ++col)
       for (int s = 0; s < NS; ++s) {
         __m512i hi[16], lo[16];
         for (int i = 0; i < 16; ++i) {
@@ -244,8 +248,6 @@ struct AttnFwdAmx {
     for (size_t i = 0; i < size_t(D32) * QT; ++i) Ot[i] = 0.0f;
     for (int r = 0; r < QT; ++r) m[r] = -INFINITY, l[r] = 0.0f;
 
-    // Live 16-query columns, in whole pairs: a short last tile skips the rest.
-    const int ncl = std::min(NC, (nq + 31) / 32 * 2);
     const int q_pos0 = p.causal_offset() + q0;
     int kend = p.kv_valid ? std::min(p.kv_len, p.kv_valid[b]) : p.kv_len;
     if (p.causal) kend = std::min(kend, q_pos0 + nq);
