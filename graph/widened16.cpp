@@ -8,6 +8,8 @@
 
 #include "graph/onednn_context.hpp"
 #include "kernels/convert/kv_convert.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/matmul/gemm_bf16_amx.hpp"
 
 namespace headwise::graph {
 namespace {
@@ -35,6 +37,11 @@ int chunk_cols(int K, int N) { return std::min(N, K <= 2048 ? 128 : 64); }
 // 32 MiB: a 2048 × 8192 matrix (llama-1b-like's gate and up) in one.
 constexpr size_t kWholeBytes = size_t(32) << 20;
 
+// AMX panels (Impl::amx): the packed panels of one chunk fill at most this many bytes —
+// the L2 of one core, each thread's share of them in its own (2 MiB a core on the Xeon
+// this was measured on; K 2048: 16 panels, 512 columns).
+constexpr size_t kAmxChunkBytes = size_t(2) << 20;
+
 }  // namespace
 
 // One chunk width (the full one, and the last chunk's when N is not a multiple).
@@ -52,6 +59,12 @@ struct Widened16::Impl {
   // Dequantized (create_dequant): the registry kernel's repacked weights, dequantized
   // into bf16 rows per chunk; the inputs rounded to bf16 per pass.
   const kernels::LinearKernelImpl* dq = nullptr;
+  // Dequantized onto AMX tiles instead of oneDNN (kernels::amx_usable() when made): per
+  // chunk of amx_panels panels of 32 columns, each dequantized, packed and multiplied by
+  // every input row of the pass (gemm_bf16_amx.hpp); inputs in rows amx_rows_ld(K) apart.
+  bool amx = false;
+  int amx_panels = 0;
+  int64_t ldk = 0;  // elements between the bf16 rows of the inputs and the dequantized rows
   // BF16 rows as stored (create_bf16_rows): the matmul's weights in place, no chunk.
   bool in_place = false;
   bool bf16_src = false;  // dq or in_place: bf16 weights, inputs rounded to bf16
@@ -90,6 +103,9 @@ struct Widened16::Impl {
 
   // a chunk's rows: fp32 (widened) or bf16 (dequantized)
   size_t wchunk_bytes() const {
+    if (amx)  // dequantized rows, then the packed panels
+      return round64(size_t(amx_panels) * kernels::kAmxPanelCols * ldk * 2) +
+             round64(size_t(amx_panels) * kernels::amx_panel_elems(K) * 2);
     return in_place ? 0 : round64(size_t(K) * std::max(full.cols, whole.cols) * (bf16_src ? 2 : 4));
   }
   // Where chunk [n0, ...)'s weights are for the matmul: the stored rows, or wbuf filled.
@@ -98,6 +114,8 @@ struct Widened16::Impl {
     fill_chunk(n0, cols, wbuf, threads);
     return wbuf;
   }
+  // Elements between the bf16 input rows of a pass.
+  int64_t xrow_elems() const { return amx ? ldk : K; }
   // Dequantized: input rows rounded to bf16 per pass of at most this many (a multiple
   // of kMinRows): ≤ 8 MiB of staging, whole classes of up to kMaxRows.
   int pass_rows() const {
@@ -129,6 +147,47 @@ struct Widened16::Impl {
     int c = 0;
     while (c + 1 < int(classes.size()) && classes[c + 1] <= rows) ++c;
     return c;
+  }
+
+  // AMX: M bf16 rows of xb (ldk apart, a multiple of kMinRows), chunk by chunk: the
+  // chunk's panels split into contiguous ranges, one a thread (fewer panels than
+  // threads: the rows split too); each range dequantized and packed by one thread, into
+  // its core's L2, then its products run rows outer, panels inner (amx_gemm_panels_bf16).
+  void amx_pass(const uint16_t* xb, int M, float* y, int64_t ldy, int threads, void* wbuf) const {
+    constexpr int C = kernels::kAmxPanelCols;
+    auto* rowbuf = static_cast<uint16_t*>(wbuf);
+    auto* panels = reinterpret_cast<uint16_t*>(static_cast<char*>(wbuf) + round64(size_t(amx_panels) * C * ldk * 2));
+    const int total = (N + C - 1) / C;
+    int P = std::min(amx_panels, total);
+    if (P >= threads) P = P / threads * threads;  // equal ranges
+    const int units = M / kMinRows;               // 16-row units
+    const size_t pe = kernels::amx_panel_elems(K);
+    for (int p0 = 0; p0 < total; p0 += P) {
+      const int np = std::min(P, total - p0);
+      const int R = std::min(np, threads), G = std::max(1, std::min(units, threads / R));
+#pragma omp parallel num_threads(threads)
+      {
+#pragma omp for schedule(static)
+        for (int r = 0; r < R; ++r)
+          for (int i = np * r / R; i < np * (r + 1) / R; ++i) {
+            const int n0 = (p0 + i) * C, n1 = std::min(N, n0 + C);
+            uint16_t* rows = rowbuf + size_t(i) * C * ldk;
+            dq->dequant_bf16(pw, n0, n1, rows, ldk);
+            for (int j = n1 - n0; j < C; ++j) std::memset(rows + j * ldk, 0, size_t(K) * 2);
+            kernels::amx_pack_panel_bf16(rows, ldk, K, panels + i * pe);
+          }
+#pragma omp for schedule(static)
+        for (int it = 0; it < R * G; ++it) {
+          const int r = it / G, g = it % G;
+          const int i0 = np * r / R, i1 = np * (r + 1) / R;
+          const int u0 = units * g / G, u1 = units * (g + 1) / G;
+          const int n0 = (p0 + i0) * C, cols = std::min(N, (p0 + i1) * C) - n0;
+          kernels::amx_gemm_panels_bf16(xb + size_t(u0) * kMinRows * ldk, ldk, (u1 - u0) * kMinRows, K, panels + i0 * pe,
+                                        cols, bias.empty() ? nullptr : bias.data() + n0,
+                                        y + int64_t(u0) * kMinRows * ldy + n0, ldy);
+        }
+      }
+    }
   }
 
   // M dense rows of x (a multiple of kMinRows; fp32, or bf16 when dequantized): every
@@ -230,6 +289,14 @@ Status Widened16::create_dequant(const kernels::LinearKernelImpl& k, const kerne
   d->K = w.K;
   d->N = w.N;
   if (bias) d->bias.assign(bias, bias + w.N);
+  if (isa == kernels::Isa::avx512 && kernels::amx_usable() && w.K % kernels::kAmxK == 0) {
+    d->amx = true;
+    d->ldk = kernels::amx_rows_ld(w.K);
+    d->amx_panels = int(std::max<size_t>(1, kAmxChunkBytes / (kernels::amx_panel_elems(w.K) * 2)));
+    for (int rows = kMinRows; rows <= kMaxRows; rows *= 2) d->classes.push_back(rows);
+    out->reset(new Widened16(std::move(d)));
+    return Status::Ok();
+  }
   return finish(std::move(d), out);
 }
 
@@ -273,7 +340,7 @@ size_t Widened16::scratch_bytes(int rows) const {
   const Impl& d = *impl_;
   if (rows < d.min_rows) return 0;
   const int most = d.classes[d.largest_class(rows)];
-  const size_t staging = d.bf16_src ? size_t(std::min(rows_taken(rows), d.pass_rows())) * d.K * sizeof(uint16_t)
+  const size_t staging = d.bf16_src ? size_t(std::min(rows_taken(rows), d.pass_rows())) * d.xrow_elems() * sizeof(uint16_t)
                               : size_t(kMinRows) * d.K * sizeof(float);
   return round64(d.pad) + d.wchunk_bytes() + round64(size_t(most) * d.full.cols * sizeof(float)) + round64(staging);
 }
@@ -293,11 +360,15 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
     thread_local dnnl::stream stream(cpu_engine());
     if (d.bf16_src) {  // passes of rows rounded to bf16 (every chunk dequantized once a pass)
       auto* xb = reinterpret_cast<uint16_t*>(xs);
+      const int64_t ld = d.xrow_elems();
       for (int r0 = 0; r0 < M; r0 += d.pass_rows()) {
         const int rows = std::min(M - r0, d.pass_rows());
 #pragma omp parallel for num_threads(threads) schedule(static)
-        for (int r = 0; r < rows; ++r) d.widen->f32_to_bf16(x + (r0 + r) * ldx, xb + size_t(r) * d.K, d.K);
-        d.pass(xb, rows, y + r0 * ldy, ldy, threads, pad_p, wbuf, dbuf, stream);
+        for (int r = 0; r < rows; ++r) d.widen->f32_to_bf16(x + (r0 + r) * ldx, xb + size_t(r) * ld, d.K);
+        if (d.amx)
+          d.amx_pass(xb, rows, y + r0 * ldy, ldy, threads, wbuf);
+        else
+          d.pass(xb, rows, y + r0 * ldy, ldy, threads, pad_p, wbuf, dbuf, stream);
       }
     } else if (ldx == d.K) {
       d.pass(x, M, y, ldy, threads, pad_p, wbuf, dbuf, stream);
@@ -319,6 +390,9 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
 std::string Widened16::implementation(int M) const {
   const Impl& d = *impl_;
   M = rows_taken(M);
+  if (d.amx)
+    return "AMX bf16 tiles on " + d.type_name + " dequantized to bf16 per 32-column panel (" +
+           std::to_string(d.amx_panels) + " a chunk)×" + std::to_string(M);
   std::string out;
   for (int r0 = 0, last = 0, count = 0; r0 <= M; ) {
     const int rows = r0 < M ? d.classes[d.largest_class(M - r0)] : 0;

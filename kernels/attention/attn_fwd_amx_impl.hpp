@@ -46,26 +46,12 @@
 #include <type_traits>
 
 #include "kernels/attention/attention.hpp"
+#include "kernels/simd/amx_tiles.hpp"
 #include "kernels/simd/half.hpp"
 #include "kernels/simd/simd_xsimd.hpp"
 
 namespace headwise::kernels {
 namespace {
-
-// Every tile 16 rows of 64 bytes (palette 1).
-inline void amx_configure() {
-  alignas(64) uint8_t cfg[64] = {};
-  cfg[0] = 1;
-  for (int t = 0; t < 8; ++t) {
-    cfg[16 + 2 * t] = 64;  // bytes per row (uint16, little-endian)
-    cfg[48 + t] = 16;      // rows
-  }
-  _tile_loadconfig(cfg);
-}
-
-// GCC's tile loads are asm statements without a memory operand: this keeps the vector
-// stores that fill a buffer ahead of the tile loads that read it.
-inline void amx_fence() { __asm__ volatile("" ::: "memory"); }
 
 inline __m512 bf16_lo_half(__m512i h) {  // lanes 0..15 of 32 bf16, widened
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));

@@ -269,8 +269,13 @@ TEST(Projection, F16WeightsMatchReferenceAroundTheClassEdges) {
 // (activation_values), with the same bound. M 1100: passes of 1024 and 64 rows and 12
 // left; N 300 (y dense, a bias): all columns dequantized at once into one matmul that
 // writes y; N 29 and 70 (y strided): one chunk with a part-filled panel, and K 2112 and
-// 2304's 64-column chunks. Forced off, the path is never taken.
-void check_dequant(kernels::WeightType type, int M, int K, int N, bool bias, bool strided) {
+// 2304's 64-column chunks. Forced off, the path is never taken. Where the CPU has AMX,
+// every case runs twice: on oneDNN's matmul, and on the AMX panels (kernels::
+// set_amx_override; gemm_bf16_amx.hpp), whose numbers are the same (bf16 operands, fp32
+// sums) — there N 29 is one part-filled panel, N 70 three, N 300 ten (with 2 threads,
+// chunks of 2 and a last of 1 whose rows split); M 144 ends on 16 rows, and K 2112
+// (66 tile steps) gets input rows 2144 apart.
+void check_dequant(kernels::WeightType type, int M, int K, int N, bool bias, bool strided, bool amx) {
   namespace q = kernels::quant;
   const q::WType wt = type == kernels::WeightType::q8_0   ? q::WType::q8_0
                       : type == kernels::WeightType::q4_0 ? q::WType::q4_0
@@ -295,6 +300,7 @@ void check_dequant(kernels::WeightType type, int M, int K, int N, bool bias, boo
   const std::string impl = pl->implementation(M);
   const bool on = M >= Projection::kDequantMinRows;
   ASSERT_EQ(impl.find("dequantized to bf16") != std::string::npos, on) << impl;
+  ASSERT_EQ(impl.find("AMX bf16 tiles") != std::string::npos, on && amx) << impl;
   EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
   const int taken = on ? M / 16 * 16 : 0;
   std::vector<uint8_t> xa(q::act_row_bytes(q::ActKind::q8a, K));
@@ -321,14 +327,22 @@ TEST(Projection, QuantWeightsDequantizedToBf16MatchReference) {
     GTEST_SKIP() << "the dequantized prefill runs on avx512 plans with AVX512-BF16";
   Projection::set_dequant_prefill_override(1);
   using WT = kernels::WeightType;
-  for (auto type : {WT::q8_0, WT::q4_0, WT::q4_k, WT::q5_k, WT::q6_k}) {
-    const bool k_quant = type != WT::q8_0 && type != WT::q4_0;  // K: whole super-blocks of 256
-    for (int M : {1, 79, Projection::kDequantMinRows - 1, Projection::kDequantMinRows, 300, 1100})
-      for (auto [K, N] : {std::pair{k_quant ? 256 : 64, 29}, {k_quant ? 512 : 96, 300}, {k_quant ? 2304 : 2112, 70}}) {
-        if (M == 1100 && K > 512) continue;  // (the float64 reference's time)
-        check_dequant(type, M, K, N, /*bias=*/N == 300 || M % 2 == 1, /*strided=*/N != 300);
-      }
+  for (bool amx : {false, true}) {
+    if (amx && !kernels::set_amx_override(true)) {
+      std::printf("[ note ] no AMX here: the dequantized panels on AMX tiles are not tested\n");
+      break;
+    }
+    if (!amx) kernels::set_amx_override(false);
+    for (auto type : {WT::q8_0, WT::q4_0, WT::q4_k, WT::q5_k, WT::q6_k}) {
+      const bool k_quant = type != WT::q8_0 && type != WT::q4_0;  // K: whole super-blocks of 256
+      for (int M : {1, 79, Projection::kDequantMinRows - 1, Projection::kDequantMinRows, 144, 300, 1100})
+        for (auto [K, N] : {std::pair{k_quant ? 256 : 64, 29}, {k_quant ? 512 : 96, 300}, {k_quant ? 2304 : 2112, 70}}) {
+          if (M == 1100 && K > 512) continue;  // (the float64 reference's time)
+          check_dequant(type, M, K, N, /*bias=*/N == 300 || M % 2 == 1, /*strided=*/N != 300, amx);
+        }
+    }
   }
+  kernels::clear_amx_override();
   Projection::set_dequant_prefill_override(0);
   for (auto type : {WT::q8_0, WT::q4_0, WT::q4_k, WT::q5_k, WT::q6_k}) {
     std::vector<uint8_t> w(272 * 64, 0);  // 64 rows of 256 elements of any of them (Q8_0: 272 bytes)

@@ -1,0 +1,143 @@
+// AMX bf16 panels of prefill products (gemm_bf16_amx.hpp): the pack (a 16×16 dword
+// transpose per tile on AVX-512) and the 2×2-tile product loop.
+#include "kernels/matmul/gemm_bf16_amx.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/simd/amx_tiles.hpp"
+
+namespace headwise::kernels {
+namespace {
+
+// r[i] (16 dwords) := column i of the 16×16 dword matrix whose rows are r[0..15].
+inline void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+      t[8 * i + 4 + j] = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
+  }
+}
+
+}  // namespace
+
+void amx_pack_panel_bf16(const uint16_t* w, int64_t ldw, int64_t K, uint16_t* panel) {
+  for (int64_t s = 0; s < K / kAmxK; ++s)
+    for (int c = 0; c < 2; ++c) {
+      __m512i r[16];
+      for (int n = 0; n < 16; ++n) r[n] = _mm512_loadu_si512(w + (16 * c + n) * ldw + kAmxK * s);
+      transpose16(r);
+      uint16_t* tile = panel + (s * 2 + c) * 512;
+      for (int i = 0; i < 16; ++i) _mm512_storeu_si512(tile + 32 * i, r[i]);
+    }
+}
+
+namespace {
+
+// One 32-column panel's products over rows [m, m + 16·(two ? 2 : 1)), stored into y
+// (the `cols` live columns).
+template <bool two>
+inline void panel_block(const uint16_t* x0, int64_t ldx, int64_t steps, const uint16_t* panel, int cols,
+                        const float* bp, float* y, int64_t ldy) {
+  if (bp) {
+    _tile_loadd(0, bp, 0);
+    _tile_loadd(1, bp + 16, 0);
+    if (two) {
+      _tile_loadd(2, bp, 0);
+      _tile_loadd(3, bp + 16, 0);
+    }
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    if (two) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+  }
+  const int64_t xstride = ldx * int64_t(sizeof(uint16_t));
+  const uint16_t* x1 = x0 + 16 * ldx;
+  for (int64_t s = 0; s < steps; ++s) {
+    const uint16_t* t = panel + s * 1024;
+    _tile_loadd(4, x0 + s * kAmxK, xstride);
+    if (two) _tile_loadd(5, x1 + s * kAmxK, xstride);
+    _tile_loadd(6, t, 64);
+    _tile_loadd(7, t + 512, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    if (two) {
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  const int64_t ys = ldy * int64_t(sizeof(float));
+  if (cols == kAmxPanelCols) {
+    _tile_stored(0, y, ys);
+    _tile_stored(1, y + 16, ys);
+    if (two) {
+      _tile_stored(2, y + 16 * ldy, ys);
+      _tile_stored(3, y + 16 * ldy + 16, ys);
+    }
+    return;
+  }
+  // a partial panel: stored here, then its live columns copied out
+  alignas(64) float part[2][16][kAmxPanelCols];
+  _tile_stored(0, &part[0][0][0], 128);
+  _tile_stored(1, &part[0][0][16], 128);
+  if (two) {
+    _tile_stored(2, &part[1][0][0], 128);
+    _tile_stored(3, &part[1][0][16], 128);
+  }
+  amx_fence();
+  for (int h = 0; h < (two ? 2 : 1); ++h)
+    for (int i = 0; i < 16; ++i) std::memcpy(y + (16 * h + i) * ldy, part[h][i], size_t(cols) * sizeof(float));
+}
+
+}  // namespace
+
+void amx_gemm_panels_bf16(const uint16_t* x, int64_t ldx, int M, int64_t K, const uint16_t* panels, int cols,
+                          const float* bias, float* y, int64_t ldy) {
+  amx_configure();
+  const int np = (cols + kAmxPanelCols - 1) / kAmxPanelCols;
+  const size_t pe = amx_panel_elems(K);
+  const int64_t steps = K / kAmxK;
+  alignas(64) float b[kAmxPanelCols];
+  for (int m = 0; m < M; m += 32) {
+    const bool two = m + 32 <= M;  // else 16 rows left
+    for (int p = 0; p < np; ++p) {
+      const int n0 = p * kAmxPanelCols, live = std::min(kAmxPanelCols, cols - n0);
+      const float* bp = nullptr;
+      if (bias) {
+        std::memset(b, 0, sizeof b);
+        std::memcpy(b, bias + n0, size_t(live) * sizeof(float));
+        amx_fence();
+        bp = b;
+      }
+      const uint16_t* x0 = x + int64_t(m) * ldx;
+      float* yb = y + int64_t(m) * ldy + n0;
+      if (two)
+        panel_block<true>(x0, ldx, steps, panels + p * pe, live, bp, yb, ldy);
+      else
+        panel_block<false>(x0, ldx, steps, panels + p * pe, live, bp, yb, ldy);
+    }
+  }
+  _tile_release();
+}
+
+}  // namespace headwise::kernels
