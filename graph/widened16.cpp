@@ -63,6 +63,7 @@ struct Widened16::Impl {
   // chunk of amx_panels panels of 32 columns, each dequantized, packed and multiplied by
   // every input row of the pass (gemm_bf16_amx.hpp); inputs in rows amx_rows_ld(K) apart.
   bool amx = false;
+  kernels::Isa isa = kernels::Isa::scalar;  // the plan's (AMX only on avx512)
   int amx_panels = 0;
   int64_t ldk = 0;  // elements between the bf16 rows of the inputs and the dequantized rows
   // BF16 rows as stored (create_bf16_rows): the matmul's weights in place, no chunk.
@@ -172,7 +173,14 @@ struct Widened16::Impl {
           for (int i = np * r / R; i < np * (r + 1) / R; ++i) {
             const int n0 = (p0 + i) * C, n1 = std::min(N, n0 + C);
             uint16_t* rows = rowbuf + size_t(i) * C * ldk;
-            dq->dequant_bf16(pw, n0, n1, rows, ldk);
+            if (in_place && n1 - n0 == C) {  // BF16 rows as stored: packed straight from them
+              kernels::amx_pack_panel_bf16(w + size_t(n0) * K, K, K, panels + i * pe);
+              continue;
+            }
+            if (in_place)
+              for (int j = 0; j < n1 - n0; ++j) std::memcpy(rows + j * ldk, w + size_t(n0 + j) * K, size_t(K) * 2);
+            else
+              dq->dequant_bf16(pw, n0, n1, rows, ldk);
             for (int j = n1 - n0; j < C; ++j) std::memset(rows + j * ldk, 0, size_t(K) * 2);
             kernels::amx_pack_panel_bf16(rows, ldk, K, panels + i * pe);
           }
@@ -282,6 +290,7 @@ Status Widened16::create_dequant(const kernels::LinearKernelImpl& k, const kerne
   auto d = std::make_unique<Impl>();
   d->dq = &k;
   d->bf16_src = true;
+  d->isa = isa;
   d->pw = w;
   d->widen = &kernels::kv_convert(isa);
   d->type_name = kernels::weight_type_name(w.type);
@@ -289,14 +298,6 @@ Status Widened16::create_dequant(const kernels::LinearKernelImpl& k, const kerne
   d->K = w.K;
   d->N = w.N;
   if (bias) d->bias.assign(bias, bias + w.N);
-  if (isa == kernels::Isa::avx512 && kernels::amx_usable() && w.K % kernels::kAmxK == 0) {
-    d->amx = true;
-    d->ldk = kernels::amx_rows_ld(w.K);
-    d->amx_panels = int(std::max<size_t>(1, kAmxChunkBytes / (kernels::amx_panel_elems(w.K) * 2)));
-    for (int rows = kMinRows; rows <= kMaxRows; rows *= 2) d->classes.push_back(rows);
-    out->reset(new Widened16(std::move(d)));
-    return Status::Ok();
-  }
   return finish(std::move(d), out);
 }
 
@@ -306,6 +307,7 @@ Status Widened16::create_bf16_rows(const uint16_t* w, int K, int N, const float*
   auto d = std::make_unique<Impl>();
   d->w = w;
   d->in_place = d->bf16_src = true;
+  d->isa = isa;
   d->widen = &kernels::kv_convert(isa);
   d->type_name = "bf16";
   d->K = K;
@@ -316,6 +318,15 @@ Status Widened16::create_bf16_rows(const uint16_t* w, int K, int N, const float*
 
 Status Widened16::finish(std::unique_ptr<Impl> d, std::unique_ptr<Widened16>* out) {
   for (int rows = kMinRows; rows <= kMaxRows; rows *= 2) d->classes.push_back(rows);
+  // bf16 weights (dequantized or as stored) on the AMX panels where they can run: no
+  // oneDNN primitive then
+  if (d->bf16_src && d->isa == kernels::Isa::avx512 && kernels::amx_usable() && d->K % kernels::kAmxK == 0) {
+    d->amx = true;
+    d->ldk = kernels::amx_rows_ld(d->K);
+    d->amx_panels = int(std::max<size_t>(1, kAmxChunkBytes / (kernels::amx_panel_elems(d->K) * 2)));
+    out->reset(new Widened16(std::move(d)));
+    return Status::Ok();
+  }
   try {
     const int cols = chunk_cols(d->K, d->N);
     if (!d->make(d->full, cols).ok()) return Status::Ok();
@@ -391,7 +402,7 @@ std::string Widened16::implementation(int M) const {
   const Impl& d = *impl_;
   M = rows_taken(M);
   if (d.amx)
-    return "AMX bf16 tiles on " + d.type_name + " dequantized to bf16 per 32-column panel (" +
+    return "AMX bf16 tiles on " + d.type_name + (d.in_place ? " as stored" : " dequantized to bf16") + " per 32-column panel (" +
            std::to_string(d.amx_panels) + " a chunk)×" + std::to_string(M);
   std::string out;
   for (int r0 = 0, last = 0, count = 0; r0 <= M; ) {

@@ -206,8 +206,11 @@ void check_half(kernels::WeightType type, int M, int K, int N, bool bias, bool s
   const bool onednn = isa == Isa::avx512 && (f16 || q::cpu_has_avx512_vnni_bf16());
   const std::string impl = pl->implementation(M);
   const bool widened = impl.find("widened") != std::string::npos;
+  // BF16 rows in place on the AMX panels where usable and K is whole tile steps
+  const bool amx_rows = onednn && !f16 && rows_path && kernels::amx_usable() && K % 32 == 0;
   if (M >= Projection::kMinClassRows) {
-    EXPECT_EQ(impl.find("oneDNN") != std::string::npos, onednn) << impl;
+    EXPECT_EQ(impl.find("oneDNN") != std::string::npos, onednn && !amx_rows) << impl;
+    EXPECT_EQ(impl.find("AMX bf16 tiles") != std::string::npos, amx_rows) << impl;
     // F16: always widened; BF16: its rows in place when asked for (on AMX by default), else
     // widened when the dot is slow and oneDNN's bf16 matmul is not on AMX
     if (onednn) {
@@ -242,14 +245,21 @@ void check_half_shapes(kernels::WeightType type, bool dot_slow, bool rows_path =
           check_half(type, M, K, N, /*bias=*/M % 2 == 1, strided, isa, dot_slow, rows_path);
 }
 
+// The rows in place run twice where the CPU has AMX: on oneDNN's matmul and on the AMX
+// panels (gemm_bf16_amx.hpp; K 64 and 96 — 200 and 2100 are not whole tile steps and
+// stay on oneDNN), with the same numbers.
 TEST(Projection, Bf16WeightsMatchReferenceAroundTheClassEdges) {
-  for (bool rows_path : {false, true}) {
+  for (int path : {0, 1, 2}) {  // the blocked copy; rows in place on oneDNN; on AMX
+    const bool rows_path = path > 0;
+    if (path == 2 && !kernels::set_amx_override(true)) break;
+    if (path == 1) kernels::set_amx_override(false);
     Projection::set_dequant_prefill_override(rows_path);
     for (bool dot_slow : {false, true}) {
       kernels::quant::set_bf16_dot_slow_override(dot_slow);
       check_half_shapes(kernels::WeightType::bf16, dot_slow, rows_path);
     }
   }
+  kernels::clear_amx_override();
   kernels::quant::set_bf16_dot_slow_override(-1);
   Projection::set_dequant_prefill_override(-1);
 }
