@@ -30,6 +30,15 @@
 // bf16 (2⁻⁹ relative each, as BF16 weights' inputs are), fp32 sums; from min_rows rows,
 // below which the dequantization costs more than the int8 tiles' slower products.
 //
+// Where kernels::amx_usable() (and K is whole 32-value tile steps), those bf16 weights —
+// dequantized, or BF16 as stored — go instead to the AMX panels of
+// kernels/matmul/gemm_bf16_amx.hpp, with the same numbers: per chunk of ≤ 2 MiB of
+// panels (32 columns each, packed as tiles), each thread dequantizes and packs its range
+// into its own L2, then multiplies it by every input row of the pass. oneDNN's matmul
+// dequantized whole matrices (32 MiB of bf16 for a 2048 × 8192) and read them back: 1.1
+// TFLOP/s against 1.4-1.7 here (llama-1b-like Q4_K_M, 512 rows, 2 threads; bench/
+// README.md, "Session 25"). HEADWISE_AMX=0 keeps oneDNN.
+//
 // Made once per projection (primitives for every row class and both chunk widths);
 // run() executes them, with no allocation.
 #pragma once
