@@ -13,6 +13,7 @@
 #include "graph/weight_arena.hpp"
 #include "graph/weights.hpp"
 #include "graph/widened16.hpp"
+#include "kernels/dispatch.hpp"
 #include "kernels/quant/quant.hpp"
 
 namespace headwise::graph {
@@ -218,11 +219,13 @@ Status Projection::create_typed(kernels::WeightType type, const void* w, int K, 
   }
   // Quantized weights repacked into panels, on a CPU whose oneDNN bf16 matmul runs on
   // AMX: prefill from kDequantMinRows rows on that matmul over chunks dequantized per
-  // call (widened16.hpp; 1.1-2.7× the int8 tiles' rate from 128 rows there); fewer rows
+  // call (widened16.hpp; 1.1-2.7× the int8 tiles' rate from 128 rows there), or from
+  // kAmxDequantMinRows on the AMX panels where kernels may use AMX; fewer rows
   // (decode, small chunks) stay on the registry kernel. Null when oneDNN has no fast bf16 matmul: the kernel takes all.
   if (pw.repacked && p->small_->impl->dequant_bf16 && isa == kernels::Isa::avx512 &&
       kernels::quant::cpu_has_avx512_vnni_bf16() && dequant_prefill()) {
-    const Status s = Widened16::create_dequant(*p->small_->impl, pw, p->bias_, kDequantMinRows, isa, &p->widen_);
+    const int min_rows = kernels::amx_usable() ? kAmxDequantMinRows : kDequantMinRows;  // the AMX panels' or oneDNN's
+    const Status s = Widened16::create_dequant(*p->small_->impl, pw, p->bias_, min_rows, isa, &p->widen_);
     if (!s.ok()) return s;
   }
   if (type == kernels::WeightType::bf16 && isa == kernels::Isa::avx512 && kernels::quant::cpu_has_avx512_vnni_bf16()) {

@@ -66,6 +66,13 @@ class Projection {
   // dequantized bf16): 64 rows 360-570 / 260-490, 96 rows 355-575 / 320-510, 128 rows
   // 365-600 / 415-705, 256 rows 360-590 / 655-965, 512 rows 370-580 / 875-1135.
   static constexpr int kDequantMinRows = 128;
+  // The same where the dequantized rows go to the AMX panels instead (kernels::
+  // amx_usable(); gemm_bf16_amx.hpp). Measured on the AMX VM (2026-12-05, 2 threads,
+  // headwise bench, Q4_K_M, prefill tok/s int8 tiles / panels, two runs each):
+  // llama-1b-like 32 rows 231-233 / 153-162, 64 rows 256-257 / 255-266, 80 rows
+  // 248-251 / 293-302, 96 rows 241-255 / 337-348, 112 rows 257-266 / 359-385;
+  // llama-134m 64 rows 2211-2217 / 2197-2445, 96 rows 2312-2421 / 2877-3029.
+  static constexpr int kAmxDequantMinRows = 64;
   // Tests: 1 forces that path (and BF16 rows read in place by the same matmul,
   // Widened16::create_bf16_rows) wherever oneDNN has a bf16 matmul (AVX512-BF16), 0 keeps
   // both off, -1 restores detection (oneDNN's bf16 matmul on AMX). Read by create_typed.

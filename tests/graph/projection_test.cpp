@@ -282,9 +282,9 @@ TEST(Projection, F16WeightsMatchReferenceAroundTheClassEdges) {
 // 2304's 64-column chunks. Forced off, the path is never taken. Where the CPU has AMX,
 // every case runs twice: on oneDNN's matmul, and on the AMX panels (kernels::
 // set_amx_override; gemm_bf16_amx.hpp), whose numbers are the same (bf16 operands, fp32
-// sums) — there N 29 is one part-filled panel, N 70 three, N 300 ten (with 2 threads,
-// chunks of 2 and a last of 1 whose rows split); M 144 ends on 16 rows, and K 2112
-// (66 tile steps) gets input rows 2144 apart.
+// sums), from kAmxDequantMinRows rows — there N 29 is one part-filled panel, N 70 three,
+// N 300 ten (with 2 threads, chunks of 2 and a last of 1 whose rows split); M 79 and 144
+// end on 16 rows, and K 2112 (66 tile steps) gets input rows 2144 apart.
 void check_dequant(kernels::WeightType type, int M, int K, int N, bool bias, bool strided, bool amx) {
   namespace q = kernels::quant;
   const q::WType wt = type == kernels::WeightType::q8_0   ? q::WType::q8_0
@@ -308,7 +308,7 @@ void check_dequant(kernels::WeightType type, int M, int K, int N, bool bias, boo
   Status s = Projection::create_typed(type, w.data(), K, N, bias ? b.data() : nullptr, Isa::avx512, &pl);
   ASSERT_TRUE(s.ok()) << s.message();
   const std::string impl = pl->implementation(M);
-  const bool on = M >= Projection::kDequantMinRows;
+  const bool on = M >= (amx ? Projection::kAmxDequantMinRows : Projection::kDequantMinRows);
   ASSERT_EQ(impl.find("dequantized to bf16") != std::string::npos, on) << impl;
   ASSERT_EQ(impl.find("AMX bf16 tiles") != std::string::npos, on && amx) << impl;
   EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
@@ -345,7 +345,8 @@ TEST(Projection, QuantWeightsDequantizedToBf16MatchReference) {
     if (!amx) kernels::set_amx_override(false);
     for (auto type : {WT::q8_0, WT::q4_0, WT::q4_k, WT::q5_k, WT::q6_k}) {
       const bool k_quant = type != WT::q8_0 && type != WT::q4_0;  // K: whole super-blocks of 256
-      for (int M : {1, 79, Projection::kDequantMinRows - 1, Projection::kDequantMinRows, 144, 300, 1100})
+      for (int M : {1, Projection::kAmxDequantMinRows - 1, Projection::kAmxDequantMinRows, 79,
+                    Projection::kDequantMinRows - 1, Projection::kDequantMinRows, 144, 300, 1100})
         for (auto [K, N] : {std::pair{k_quant ? 256 : 64, 29}, {k_quant ? 512 : 96, 300}, {k_quant ? 2304 : 2112, 70}}) {
           if (M == 1100 && K > 512) continue;  // (the float64 reference's time)
           check_dequant(type, M, K, N, /*bias=*/N == 300 || M % 2 == 1, /*strided=*/N != 300, amx);
