@@ -24,6 +24,10 @@
 //           as the plan makes the call: the rate a kernel's arithmetic allows, in GB/s, to
 //           set against the read bandwidth (where a decode_* rate sits below both, the
 //           kernel is not keeping its reads in flight);
+//   prefill_projection: 512 rows through a 2048×2048 graph::Projection where the CPU has
+//           AMX, with kernels::set_amx_override off (BF16 and the dequantized integer
+//           types on oneDNN's AMX bf16 matmul) and on (`_amx`: the AMX panels,
+//           kernels/matmul/gemm_bf16_amx.hpp);
 //   projection, decode_projection: the same shapes through graph::Projection, i.e.
 //           what the plan runs (BF16: oneDNN's bf16 matmul on weights packed once;
 //           other types: the registry kernel, on the integer types' 8-row panels on
@@ -112,14 +116,16 @@ void bm(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K, int64_t N)
 }
 
 // graph::Projection of the weights of `p` (the plan's path for this type × ISA).
-void bm_projection(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K, int64_t N) {
+void bm_projection(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K, int64_t N, int amx) {
   Problem p = make(t, 1, K, N);
+  if (amx >= 0) headwise::kernels::set_amx_override(amx != 0);  // read when the projection is made
   headwise::kernels::WeightType wt = headwise::kernels::WeightType::Count;
   for (int i = 0; i < int(headwise::kernels::WeightType::Count); ++i)
     if (strcasecmp(headwise::kernels::weight_type_name(headwise::kernels::WeightType(i)), p.ti->name) == 0)
       wt = headwise::kernels::WeightType(i);
   std::unique_ptr<headwise::graph::Projection> proj;
   const headwise::Status s = headwise::graph::Projection::create_typed(wt, p.w.data(), int(K), int(N), nullptr, isa, &proj);
+  if (amx >= 0) headwise::kernels::clear_amx_override();
   if (!s.ok()) {
     st.SkipWithError(s.message().c_str());
     return;
@@ -230,10 +236,15 @@ const int kRegistered = [] {
               ->Unit(benchmark::kMillisecond)->UseRealTime();
       }
       if (isa != Isa::scalar) {
-        benchmark::RegisterBenchmark(("projection/" + name).c_str(), bm_projection, types[i], isa, 128, 2048, 2048)
+        benchmark::RegisterBenchmark(("projection/" + name).c_str(), bm_projection, types[i], isa, 128, 2048, 2048, -1)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
-        benchmark::RegisterBenchmark(("decode_projection/" + name).c_str(), bm_projection, types[i], isa, 1, 4096, 8192)
+        benchmark::RegisterBenchmark(("decode_projection/" + name).c_str(), bm_projection, types[i], isa, 1, 4096, 8192, -1)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
+        if (isa == Isa::avx512 && headwise::kernels::amx_detected() && types[i] != hq::WType::f16)  // oneDNN, then the panels
+          for (int amx : {0, 1})
+            benchmark::RegisterBenchmark(("prefill_projection/" + name + (amx ? "_amx" : "")).c_str(), bm_projection,
+                                         types[i], isa, 512, 2048, 2048, amx)
+                ->Unit(benchmark::kMillisecond)->UseRealTime();
         if (hq::type_info(types[i])->block >= 32 || isa == Isa::avx512)  // the 16-bit types (2x the bytes): avx512 only
           benchmark::RegisterBenchmark(("decode_stream/" + name).c_str(), bm_stream, types[i], isa, 4, kLayer1b)
               ->Unit(benchmark::kMillisecond)->UseRealTime();

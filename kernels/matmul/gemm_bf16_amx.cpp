@@ -73,17 +73,30 @@ inline void panel_block(const uint16_t* x0, int64_t ldx, int64_t steps, const ui
   }
   const int64_t xstride = ldx * int64_t(sizeof(uint16_t));
   const uint16_t* x1 = x0 + 16 * ldx;
+  // Tile registers are not renamed: a load waits for the products still reading that
+  // tile. So each next operand is loaded right after its last reader of this step is
+  // issued (x0's after the second product, the first B tile's after the third), and
+  // overlaps the products left: +5% over loading all four at the top of the step in a
+  // standalone loop (512 × 2048 × 2048, 2 threads); in quant_bench's
+  // prefill_projection/*_amx, 2.77 → 2.70 ms mean over six types × two runs, within
+  // this VM's noise.
+  _tile_loadd(4, x0, xstride);
+  _tile_loadd(6, panel, 64);
+  _tile_loadd(7, panel + 512, 64);
+  if (two) _tile_loadd(5, x1, xstride);
   for (int64_t s = 0; s < steps; ++s) {
-    const uint16_t* t = panel + s * 1024;
-    _tile_loadd(4, x0 + s * kAmxK, xstride);
-    if (two) _tile_loadd(5, x1 + s * kAmxK, xstride);
-    _tile_loadd(6, t, 64);
-    _tile_loadd(7, t + 512, 64);
+    const bool more = s + 1 < steps;
+    const uint16_t* t = panel + (s + 1) * 1024;
+    const int64_t k = (s + 1) * kAmxK;
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
-    if (two) {
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
+    if (more) _tile_loadd(4, x0 + k, xstride);
+    if (two) _tile_dpbf16ps(2, 5, 6);
+    if (more) _tile_loadd(6, t, 64);
+    if (two) _tile_dpbf16ps(3, 5, 7);
+    if (more) {
+      _tile_loadd(7, t + 512, 64);
+      if (two) _tile_loadd(5, x1 + k, xstride);
     }
   }
   const int64_t ys = ldy * int64_t(sizeof(float));
