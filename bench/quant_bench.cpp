@@ -26,8 +26,9 @@
 //           kernel is not keeping its reads in flight);
 //   prefill_projection: 512 rows through a 2048×2048 graph::Projection where the CPU has
 //           AMX, with kernels::set_amx_override off (BF16 and the dequantized integer
-//           types on oneDNN's AMX bf16 matmul) and on (`_amx`: the AMX panels,
-//           kernels/matmul/gemm_bf16_amx.hpp);
+//           types on oneDNN's AMX bf16 matmul, F16 widened to fp32 on its f32 one) and
+//           on (`_amx`: the AMX panels, kernels/matmul/gemm_bf16_amx.hpp; F16 split
+//           into bf16 hi + lo, three products);
 //   projection, decode_projection: the same shapes through graph::Projection, i.e.
 //           what the plan runs (BF16: oneDNN's bf16 matmul on weights packed once;
 //           other types: the registry kernel, on the integer types' 8-row panels on
@@ -240,7 +241,7 @@ const int kRegistered = [] {
             ->Unit(benchmark::kMillisecond)->UseRealTime();
         benchmark::RegisterBenchmark(("decode_projection/" + name).c_str(), bm_projection, types[i], isa, 1, 4096, 8192, -1)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
-        if (isa == Isa::avx512 && headwise::kernels::amx_detected() && types[i] != hq::WType::f16)  // oneDNN, then the panels
+        if (isa == Isa::avx512 && headwise::kernels::amx_detected())  // oneDNN, then the AMX panels
           for (int amx : {0, 1})
             benchmark::RegisterBenchmark(("prefill_projection/" + name + (amx ? "_amx" : "")).c_str(), bm_projection,
                                          types[i], isa, 512, 2048, 2048, amx)

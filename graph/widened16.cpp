@@ -63,6 +63,10 @@ struct Widened16::Impl {
   // chunk of amx_panels panels of 32 columns, each dequantized, packed and multiplied by
   // every input row of the pass (gemm_bf16_amx.hpp); inputs in rows amx_rows_ld(K) apart.
   bool amx = false;
+  // F16 on the AMX panels: weights and inputs split into bf16 hi + lo, three products laid
+  // along a K of 3K (gemm_bf16_amx.hpp, amx_split_*): KP, the depth the panels multiply.
+  bool split = false;
+  int64_t KP = 0;
   kernels::Isa isa = kernels::Isa::scalar;  // the plan's (AMX only on avx512)
   int amx_panels = 0;
   int64_t ldk = 0;  // elements between the bf16 rows of the inputs and the dequantized rows
@@ -106,7 +110,7 @@ struct Widened16::Impl {
   size_t wchunk_bytes() const {
     if (amx)  // dequantized rows, then the packed panels
       return round64(size_t(amx_panels) * kernels::kAmxPanelCols * ldk * 2) +
-             round64(size_t(amx_panels) * kernels::amx_panel_elems(K) * 2);
+             round64(size_t(amx_panels) * kernels::amx_panel_elems(KP) * 2);
     return in_place ? 0 : round64(size_t(K) * std::max(full.cols, whole.cols) * (bf16_src ? 2 : 4));
   }
   // Where chunk [n0, ...)'s weights are for the matmul: the stored rows, or wbuf filled.
@@ -120,7 +124,7 @@ struct Widened16::Impl {
   // Dequantized: input rows rounded to bf16 per pass of at most this many (a multiple
   // of kMinRows): ≤ 8 MiB of staging, whole classes of up to kMaxRows.
   int pass_rows() const {
-    const int64_t fit = std::max<int64_t>(kMinRows, (int64_t(8) << 20) / (2 * int64_t(K)) / kMinRows * kMinRows);
+    const int64_t fit = std::max<int64_t>(kMinRows, (int64_t(8) << 20) / (2 * xrow_elems()) / kMinRows * kMinRows);
     return int(std::min<int64_t>(kMaxRows, fit));
   }
   // Chunk columns [n0, n0 + cols) of the weights into wbuf as the matmul reads them.
@@ -162,7 +166,7 @@ struct Widened16::Impl {
     int P = std::min(amx_panels, total);
     if (P >= threads) P = P / threads * threads;  // equal ranges
     const int units = M / kMinRows;               // 16-row units
-    const size_t pe = kernels::amx_panel_elems(K);
+    const size_t pe = kernels::amx_panel_elems(KP);
     for (int p0 = 0; p0 < total; p0 += P) {
       const int np = std::min(P, total - p0);
       const int R = std::min(np, threads), G = std::max(1, std::min(units, threads / R));
@@ -177,12 +181,14 @@ struct Widened16::Impl {
               kernels::amx_pack_panel_bf16(w + size_t(n0) * K, K, K, panels + i * pe);
               continue;
             }
-            if (in_place)
+            if (split)
+              for (int j = 0; j < n1 - n0; ++j) kernels::amx_split_f16_weight_row(w + size_t(n0 + j) * K, K, rows + j * ldk);
+            else if (in_place)
               for (int j = 0; j < n1 - n0; ++j) std::memcpy(rows + j * ldk, w + size_t(n0 + j) * K, size_t(K) * 2);
             else
               dq->dequant_bf16(pw, n0, n1, rows, ldk);
-            for (int j = n1 - n0; j < C; ++j) std::memset(rows + j * ldk, 0, size_t(K) * 2);
-            kernels::amx_pack_panel_bf16(rows, ldk, K, panels + i * pe);
+            for (int j = n1 - n0; j < C; ++j) std::memset(rows + j * ldk, 0, size_t(KP) * 2);
+            kernels::amx_pack_panel_bf16(rows, ldk, KP, panels + i * pe);
           }
 #pragma omp for schedule(static)
         for (int it = 0; it < R * G; ++it) {
@@ -190,7 +196,7 @@ struct Widened16::Impl {
           const int i0 = np * r / R, i1 = np * (r + 1) / R;
           const int u0 = units * g / G, u1 = units * (g + 1) / G;
           const int n0 = (p0 + i0) * C, cols = std::min(N, (p0 + i1) * C) - n0;
-          kernels::amx_gemm_panels_bf16(xb + size_t(u0) * kMinRows * ldk, ldk, (u1 - u0) * kMinRows, K, panels + i0 * pe,
+          kernels::amx_gemm_panels_bf16(xb + size_t(u0) * kMinRows * ldk, ldk, (u1 - u0) * kMinRows, KP, panels + i0 * pe,
                                         cols, bias.empty() ? nullptr : bias.data() + n0,
                                         y + int64_t(u0) * kMinRows * ldy + n0, ldy);
         }
@@ -272,6 +278,7 @@ Status Widened16::create(kernels::WeightType type, const uint16_t* w, int K, int
   auto d = std::make_unique<Impl>();
   d->w = w;
   d->f16 = type == kernels::WeightType::f16;
+  d->isa = isa;
   d->widen = &kernels::kv_convert(isa);
   d->type_name = kernels::weight_type_name(type);
   d->K = K;
@@ -320,10 +327,13 @@ Status Widened16::finish(std::unique_ptr<Impl> d, std::unique_ptr<Widened16>* ou
   for (int rows = kMinRows; rows <= kMaxRows; rows *= 2) d->classes.push_back(rows);
   // bf16 weights (dequantized or as stored) on the AMX panels where they can run: no
   // oneDNN primitive then
-  if (d->bf16_src && d->isa == kernels::Isa::avx512 && kernels::amx_usable() && d->K % kernels::kAmxK == 0) {
+  if ((d->bf16_src || d->f16) && d->isa == kernels::Isa::avx512 && kernels::amx_usable() &&
+      d->K % kernels::kAmxK == 0) {
     d->amx = true;
-    d->ldk = kernels::amx_rows_ld(d->K);
-    d->amx_panels = int(std::max<size_t>(1, kAmxChunkBytes / (kernels::amx_panel_elems(d->K) * 2)));
+    d->split = d->f16;
+    d->KP = d->split ? 3 * int64_t(d->K) : d->K;
+    d->ldk = kernels::amx_rows_ld(d->KP);
+    d->amx_panels = int(std::max<size_t>(1, kAmxChunkBytes / (kernels::amx_panel_elems(d->KP) * 2)));
     out->reset(new Widened16(std::move(d)));
     return Status::Ok();
   }
@@ -351,7 +361,7 @@ size_t Widened16::scratch_bytes(int rows) const {
   const Impl& d = *impl_;
   if (rows < d.min_rows) return 0;
   const int most = d.classes[d.largest_class(rows)];
-  const size_t staging = d.bf16_src ? size_t(std::min(rows_taken(rows), d.pass_rows())) * d.xrow_elems() * sizeof(uint16_t)
+  const size_t staging = d.bf16_src || d.amx ? size_t(std::min(rows_taken(rows), d.pass_rows())) * d.xrow_elems() * sizeof(uint16_t)
                               : size_t(kMinRows) * d.K * sizeof(float);
   return round64(d.pad) + d.wchunk_bytes() + round64(size_t(most) * d.full.cols * sizeof(float)) + round64(staging);
 }
@@ -369,13 +379,18 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
   try {
     ScopedOmpThreads omp_threads(threads);
     thread_local dnnl::stream stream(cpu_engine());
-    if (d.bf16_src) {  // passes of rows rounded to bf16 (every chunk dequantized once a pass)
+    if (d.bf16_src || d.amx) {  // passes of rows rounded to bf16, or split (every chunk dequantized once a pass)
       auto* xb = reinterpret_cast<uint16_t*>(xs);
       const int64_t ld = d.xrow_elems();
       for (int r0 = 0; r0 < M; r0 += d.pass_rows()) {
         const int rows = std::min(M - r0, d.pass_rows());
 #pragma omp parallel for num_threads(threads) schedule(static)
-        for (int r = 0; r < rows; ++r) d.widen->f32_to_bf16(x + (r0 + r) * ldx, xb + size_t(r) * ld, d.K);
+        for (int r = 0; r < rows; ++r) {
+          if (d.split)
+            kernels::amx_split_input_row(x + (r0 + r) * ldx, d.K, xb + size_t(r) * ld);
+          else
+            d.widen->f32_to_bf16(x + (r0 + r) * ldx, xb + size_t(r) * ld, d.K);
+        }
         if (d.amx)
           d.amx_pass(xb, rows, y + r0 * ldy, ldy, threads, wbuf);
         else
@@ -402,7 +417,9 @@ std::string Widened16::implementation(int M) const {
   const Impl& d = *impl_;
   M = rows_taken(M);
   if (d.amx)
-    return "AMX bf16 tiles on " + d.type_name + (d.in_place ? " as stored" : " dequantized to bf16") + " per 32-column panel (" +
+    return "AMX bf16 tiles on " + d.type_name +
+           (d.split ? " split into bf16 hi + lo (3 products)" : d.in_place ? " as stored" : " dequantized to bf16") +
+           " per 32-column panel (" +
            std::to_string(d.amx_panels) + " a chunk)×" + std::to_string(M);
   std::string out;
   for (int r0 = 0, last = 0, count = 0; r0 <= M; ) {

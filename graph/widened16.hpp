@@ -37,7 +37,11 @@
 // into its own L2, then multiplies it by every input row of the pass. oneDNN's matmul
 // dequantized whole matrices (32 MiB of bf16 for a 2048 × 8192) and read them back: 1.1
 // TFLOP/s against 1.4-1.7 here (llama-1b-like Q4_K_M, 512 rows, 2 threads; bench/
-// README.md, "Session 25"). HEADWISE_AMX=0 keeps oneDNN.
+// README.md, "Session 25"). F16 goes there too, split: weights exactly and inputs
+// within 2⁻¹⁷ as bf16 hi + lo, three products per value along a K of 3K (gemm_bf16_amx.hpp,
+// amx_split_*; errors below 2⁻¹⁶ of each term, against fp32's widened rows) — 1.8× the
+// widened fp32 matmul's rate (quant_bench prefill_projection/f16). HEADWISE_AMX=0 keeps
+// oneDNN.
 //
 // Made once per projection (primitives for every row class and both chunk widths);
 // run() executes them, with no allocation.

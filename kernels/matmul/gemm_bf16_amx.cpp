@@ -38,6 +38,56 @@ inline void transpose16(__m512i r[16]) {
 
 }  // namespace
 
+namespace {
+
+// 16 fp32 values as bf16 hi (round to nearest even) and lo = bf16(v − hi).
+inline void split16(__m512 v, __m256i* hi, __m256i* lo) {
+  const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
+  const __m512 hv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  *hi = h;
+  *lo = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(v, hv));
+}
+
+// K values (from `at(k)`: 16 floats at k) split into out[0, K) = hi, out[K, 2K) = a,
+// out[2K, 3K) = b, where a/b are hi or lo as the caller's layout asks.
+template <class At, bool InputOrder>
+inline void split_row(At at, int64_t K, uint16_t* out) {
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    __m256i hi, lo;
+    split16(at(k), &hi, &lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k), hi);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + K + k), InputOrder ? hi : lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * K + k), InputOrder ? lo : hi);
+  }
+  if (k < K) {  // the last K % 16 values
+    const __mmask16 m = __mmask16((1u << (K - k)) - 1);
+    __m256i hi, lo;
+    split16(at(k), &hi, &lo);  // at() masks its own loads past K
+    _mm256_mask_storeu_epi16(out + k, m, hi);
+    _mm256_mask_storeu_epi16(out + K + k, m, InputOrder ? hi : lo);
+    _mm256_mask_storeu_epi16(out + 2 * K + k, m, InputOrder ? lo : hi);
+  }
+}
+
+}  // namespace
+
+void amx_split_input_row(const float* x, int64_t K, uint16_t* out) {
+  auto at = [x, K](int64_t k) {
+    const __mmask16 m = K - k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (K - k)) - 1);
+    return _mm512_maskz_loadu_ps(m, x + k);
+  };
+  split_row<decltype(at), true>(at, K, out);
+}
+
+void amx_split_f16_weight_row(const uint16_t* w, int64_t K, uint16_t* out) {
+  auto at = [w, K](int64_t k) {
+    const __mmask16 m = K - k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (K - k)) - 1);
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w + k));
+  };
+  split_row<decltype(at), false>(at, K, out);
+}
+
 void amx_pack_panel_bf16(const uint16_t* w, int64_t ldw, int64_t K, uint16_t* panel) {
   for (int64_t s = 0; s < K / kAmxK; ++s)
     for (int c = 0; c < 2; ++c) {

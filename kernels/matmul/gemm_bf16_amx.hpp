@@ -32,6 +32,16 @@ inline int64_t amx_rows_ld(int64_t K) { return (K / 32) % 2 ? K : K + 32; }
 // Elements of one packed panel.
 inline size_t amx_panel_elems(int64_t K) { return size_t(kAmxPanelCols) * size_t(K); }
 
+// Split bf16 (for operands bf16 would round too far: F16 weights, their fp32 inputs):
+// v = hi + lo with hi = bf16(v) (round to nearest even) and lo = bf16(v − hi) — exact
+// for an f16 v (11 significant bits), within 2⁻¹⁷·|v| for an fp32 one. Three products
+// then stand for x·w: xhi·whi + xhi·wlo + xlo·whi (the dropped xlo·wlo is below
+// 2⁻¹⁸·|x·w|), laid along K as one bf16 product of depth 3K:
+//   input rows [xhi | xhi | xlo], weight rows [whi | wlo | whi].
+// Each writes 3K values at out.
+void amx_split_input_row(const float* x, int64_t K, uint16_t* out);
+void amx_split_f16_weight_row(const uint16_t* w, int64_t K, uint16_t* out);
+
 // Packs 32 bf16 weight rows (w, ldw elements apart; K a multiple of kAmxK) into a panel:
 // for each 32 values of K, two B tiles (columns 0-15, 16-31), each 16 rows of 16 column
 // pairs: panel[((s·2 + c)·16 + r)·32 + 2n + e] = w[(16c + n)·ldw + 32s + 2r + e].

@@ -5,7 +5,7 @@ A random-weight Llama (arch_models.py's generator; hidden 256, ffn 512, 2 layers
 Llama 2 vocabulary, so the K-quants' 256-element blocks fit every matrix) is written as
 GGUF (hw_make_gguf) and converted by `headwise convert --weights` to Q8_0, Q4_0,
 Q4_K_M (Q4_K with Q6_K for layer 1's attn_v/ffn_down and the output matrix) and Q5_K_M
-(the same with Q5_K; convert's report must show both types), plus BF16.
+(the same with Q5_K; convert's report must show both types), plus F16 and BF16.
 llama.cpp (node-llama-cpp 3.21.1, tests/node/llamacpp_probs.mjs) gives its next-token
 distribution after each of 100 positions of a text; headwise runs the same ids and
 must agree at every position:
@@ -41,8 +41,12 @@ import e2e_common as common
 from check_llamacpp_logits import llamacpp
 
 MAX_KL = 2e-2
+# F16 against headwise's own f32: the weights differ only by their f16 rounding, and the
+# inputs stay (within 2^-17, split into bf16 hi + lo on AMX) fp32 — measured 1.6e-6; inputs
+# rounded to bf16 (BF16's path) measure ~1.7e-4 and would fail this.
+F16_OWN_KL = 2e-5
 MEAN_KL = 5e-3
-TYPES = ["bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m"]
+TYPES = ["f16", "bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m"]
 # the types convert's report must show for a mix (its base type and the more-bits Q6_K)
 EXPECT_TYPES = {"q4_k_m": ["Q4_K", "Q6_K"], "q5_k_m": ["Q5_K", "Q6_K"]}
 
@@ -118,6 +122,8 @@ def main():
     print("  headwise against its own f32: mean KL " + ", ".join(f"{t} {v:.2e}" for t, v in own.items()))
     if not own["q5_k_m"] < 0.5 * own["q4_k_m"]:
         failures.append(f"q5_k_m's mean KL to f32 {own['q5_k_m']:.3g} is not under half of q4_k_m's {own['q4_k_m']:.3g}")
+    if not own["f16"] < F16_OWN_KL:
+        failures.append(f"f16's mean KL to f32 {own['f16']:.3g} is not under {F16_OWN_KL:g}")
     if failures:
         common.fail("; ".join(failures))
     print("PASS")

@@ -143,9 +143,10 @@ TEST(Projection, NeverTheReferenceMatmul) {
 // expects every output within the f32 bound, 1e-6·Σ|terms|·√K, of the float64 reference
 // bias(n) + Σ_k in_r(k)·wt(r, n, k), where in(r, x_r, in_r) and wt give the values the
 // path multiplies row r's inputs and the weights as; nothing may be written past N.
+// split_rel adds split_rel·Σ|terms| to the bound (a path that splits its operands).
 template <class In, class Wt>
 void expect_reference(const Projection& pl, int M, int K, int N, const float* bias, bool strided, std::mt19937& g,
-                      In&& in, Wt&& wt, const std::string& what) {
+                      In&& in, Wt&& wt, const std::string& what, double split_rel = 0) {
   std::uniform_real_distribution<float> u(-1, 1);
   const int64_t ldx = K + (strided ? 5 : 0), ldy = N + (strided ? 3 : 0);
   std::vector<float> x(size_t(M) * ldx), y(size_t(M) * ldy);
@@ -169,7 +170,7 @@ void expect_reference(const Projection& pl, int M, int K, int N, const float* bi
           ref += p;
           mag += std::fabs(p);
         }
-        const double err = std::fabs(y[r * ldy + n] - ref) / (mag * std::sqrt(double(K)) * 1e-6 + 1e-30);
+        const double err = std::fabs(y[r * ldy + n] - ref) / (mag * (std::sqrt(double(K)) * 1e-6 + split_rel) + 1e-30);
         worst = std::max(worst, std::isnan(y[r * ldy + n]) ? INFINITY : err);
       }
       for (int64_t n = N; n < ldy; ++n) ASSERT_TRUE(std::isnan(y[r * ldy + n])) << "wrote past N";
@@ -206,17 +207,20 @@ void check_half(kernels::WeightType type, int M, int K, int N, bool bias, bool s
   const bool onednn = isa == Isa::avx512 && (f16 || q::cpu_has_avx512_vnni_bf16());
   const std::string impl = pl->implementation(M);
   const bool widened = impl.find("widened") != std::string::npos;
-  // BF16 rows in place on the AMX panels where usable and K is whole tile steps
-  const bool amx_rows = onednn && !f16 && rows_path && kernels::amx_usable() && K % 32 == 0;
+  // BF16 rows in place, and F16 split into bf16 hi + lo, on the AMX panels where usable
+  // and K is whole tile steps
+  const bool amx_panels = kernels::amx_usable() && K % 32 == 0;
+  const bool amx_rows = onednn && !f16 && rows_path && amx_panels, amx_f16 = onednn && f16 && amx_panels;
   if (M >= Projection::kMinClassRows) {
-    EXPECT_EQ(impl.find("oneDNN") != std::string::npos, onednn && !amx_rows) << impl;
-    EXPECT_EQ(impl.find("AMX bf16 tiles") != std::string::npos, amx_rows) << impl;
+    EXPECT_EQ(impl.find("oneDNN") != std::string::npos, onednn && !amx_rows && !amx_f16) << impl;
+    EXPECT_EQ(impl.find("AMX bf16 tiles") != std::string::npos, amx_rows || amx_f16) << impl;
+    EXPECT_EQ(impl.find("split into bf16 hi + lo") != std::string::npos, amx_f16) << impl;
     // F16: always widened; BF16: its rows in place when asked for (on AMX by default), else
     // widened when the dot is slow and oneDNN's bf16 matmul is not on AMX
     if (onednn) {
       const bool in_place = !f16 && rows_path;
       EXPECT_EQ(impl.find("as stored") != std::string::npos, in_place) << impl;
-      EXPECT_EQ(widened, f16 || (!in_place && dot_slow && impl.find("amx") == std::string::npos)) << impl;
+      EXPECT_EQ(widened, (f16 && !amx_f16) || (!in_place && dot_slow && impl.find("amx") == std::string::npos)) << impl;
     }
   }
   EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
@@ -231,7 +235,10 @@ void check_half(kernels::WeightType type, int M, int K, int N, bool bias, bool s
         return double(f16 ? kernels::f16_to_f32(wv) : q::bf16_to_f32(wv));
       },
       std::string(kernels::weight_type_name(type)) + " M " + std::to_string(M) + " K " + std::to_string(K) + " N " +
-          std::to_string(N) + " isa " + kernels::isa_name(isa));
+          std::to_string(N) + " isa " + kernels::isa_name(isa),
+      // F16 split: each input within 2⁻¹⁷ of hi + lo, the dropped lo·lo below 2⁻¹⁸ of a
+      // term: 2⁻¹⁶·Σ|terms| covers both (the weights split exactly)
+      amx_f16 && M >= Projection::kMinClassRows ? std::ldexp(1.0, -16) : 0.0);
 }
 
 // M 1..15: the registry kernel alone; 17, 33: a class and its remainder; 293: classes
@@ -264,8 +271,13 @@ TEST(Projection, Bf16WeightsMatchReferenceAroundTheClassEdges) {
   Projection::set_dequant_prefill_override(-1);
 }
 
+// Where the CPU has AMX, twice: widened to fp32 on oneDNN, and split into bf16 hi + lo
+// on the AMX panels (K 64 and 96; gemm_bf16_amx.hpp, amx_split_*).
 TEST(Projection, F16WeightsMatchReferenceAroundTheClassEdges) {
+  kernels::set_amx_override(false);
   check_half_shapes(kernels::WeightType::f16, false);
+  if (kernels::set_amx_override(true)) check_half_shapes(kernels::WeightType::f16, false);
+  kernels::clear_amx_override();
 }
 
 // Quantized weights repacked into panels (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) in prefill on oneDNN's bf16 matmul

@@ -3,7 +3,8 @@
 // float64 product of the same bf16 values to within fp32 summation, 2⁻²⁰·Σ|terms|·√(K/32)
 // (each tile step adds 32 exact bf16 products into fp32) —
 // for one panel and several, a last panel of fewer than 32 columns, 32-row blocks and a
-// last 16, with and without a bias, into a strided y whose other columns stay untouched.
+// last 16, with and without a bias, into a strided y whose other columns stay untouched;
+// and the split rows F16 weights and their inputs take (amx_split_*).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "kernels/dispatch.hpp"
 #include "kernels/matmul/gemm_bf16_amx.hpp"
 #include "kernels/quant/blocks.hpp"
+#include "kernels/simd/half.hpp"
 
 namespace headwise::kernels {
 namespace {
@@ -81,6 +83,38 @@ TEST(AmxGemmBf16, PanelProductsMatchFloat64) {
                   << "K " << K << " cols " << cols << " M " << M << " bias " << bias << " at " << m << "," << j;
             }
         }
+}
+
+// The split rows: an f16 weight is exactly hi + lo, an fp32 input within 2⁻¹⁷ of it (hi
+// the nearest bf16), laid out [whi | wlo | whi] and [xhi | xhi | xlo]; K 40 ends on a
+// partial vector of 8, and nothing is written past 3K.
+TEST(AmxGemmBf16, SplitRowsHoldTheValuesInTheirLayout) {
+  if (!amx_usable()) GTEST_SKIP() << "no AMX here";
+  std::mt19937 g(3);
+  std::uniform_real_distribution<float> u(-4, 4);
+  for (int64_t K : {16, 40, 2048}) {
+    std::vector<float> x(K);
+    std::vector<uint16_t> w(K), xs(3 * K + 8, 0xABCD), ws(3 * K + 8, 0xABCD);
+    for (int64_t k = 0; k < K; ++k) {
+      x[k] = u(g) * (k % 7 == 0 ? 1e-30f : 1.0f);
+      w[k] = f32_to_f16(u(g));
+    }
+    amx_split_input_row(x.data(), K, xs.data());
+    amx_split_f16_weight_row(w.data(), K, ws.data());
+    for (int64_t k = 0; k < K; ++k) {
+      const float xh = q::bf16_to_f32(xs[k]), xl = q::bf16_to_f32(xs[2 * K + k]);
+      ASSERT_EQ(xs[K + k], xs[k]) << k;
+      ASSERT_EQ(xs[k], q::f32_to_bf16(x[k])) << k;
+      ASSERT_LE(std::fabs(double(xh) + xl - x[k]), std::ldexp(std::fabs(x[k]), -17)) << "input " << k;
+      const float wh = q::bf16_to_f32(ws[k]), wl = q::bf16_to_f32(ws[K + k]);
+      ASSERT_EQ(ws[2 * K + k], ws[k]) << k;
+      ASSERT_EQ(double(wh) + wl, double(f16_to_f32(w[k]))) << "weight " << k;
+    }
+    for (int i = 0; i < 8; ++i) {
+      ASSERT_EQ(xs[3 * K + i], 0xABCD) << "input row written past 3K";
+      ASSERT_EQ(ws[3 * K + i], 0xABCD) << "weight row written past 3K";
+    }
+  }
 }
 
 }  // namespace
