@@ -158,7 +158,7 @@ Figures derive(const BenchOptions& o, Measured* m) {
   // matrices as stored (a BF16 file's GEMMs against the FMA peak alone read ~145%).
   const std::string mix = !o.weights.empty() ? o.weights : m->stored_mix;
   if (o.with_peak && !mix.empty())
-    f.type_peak = bench_weights_peak(mix, m->isa, m->peak, int(o.threads), &f.type_peak_what);
+    f.type_peak = bench_weights_peak(mix, m->isa, m->peak, int(o.threads), int(o.P), &f.type_peak_what);
   // Bytes one decoded token reads (weights + KV cache), at the headline decode rate; its
   // share of the bandwidth is the median over repeats of each repeat's rate against the
   // bandwidth measured right after it.

@@ -46,7 +46,8 @@ std::string machine_json(const BenchOptions& o, const Measured& m) {
                {"fma_avx2_1t", jnum(p.fma_avx2_1t, w)}, {"fma_avx2_nt", jnum(p.fma_avx2_nt, w)},
                {"read_1t_gbps", jnum(p.read_1t, w)}, {"read_nt_gbps", jnum(p.read_nt, w)},
                {"dot_bf16_nt_gflops", jnum(p.dot_bf16_nt, w)}, {"dot_int8_nt_gops", jnum(p.dot_int8_nt, w)},
-               {"dot_int8_avx2_nt_gops", jnum(p.dot_int8_avx2_nt, w)}});
+               {"dot_int8_avx2_nt_gops", jnum(p.dot_int8_avx2_nt, w)},
+               {"tile_bf16_nt_gflops", jnum(p.tile_bf16_nt, w && p.tile_bf16_nt > 0)}});  // AMX only
 }
 
 std::string prefill_json(const BenchOptions& o, const Measured& m, const Figures& f) {

@@ -4,6 +4,8 @@
 #include <map>
 
 #include "formats/quantize_gguf.hpp"
+#include "graph/projection.hpp"
+#include "graph/widened16.hpp"
 #include "runtime/synthetic.hpp"
 
 namespace headwise::tools {
@@ -38,6 +40,7 @@ std::string stored_weights_mix(const graph::Plan& plan, std::string* types) {
     return !count.empty();
   };
   if (all([](const std::string& t) { return t == "bf16"; })) return "bf16";
+  if (all([](const std::string& t) { return t == "f16"; })) return "f16";
   if (all([](const std::string& t) {
         return t == "q8_0" || t == "q4_0" || t == "q4_k" || t == "q5_k" || t == "q6_k";
       }))
@@ -52,12 +55,25 @@ Status load_bench_synthetic(const std::string& mix, const std::string& name, uin
 }
 
 double bench_weights_peak(const std::string& mix_in, const std::string& isa, const MachinePeak& peak, int threads,
-                          std::string* what) {
+                          int rows, std::string* what) {
   const std::string mix = lower(mix_in);
   const bool one = threads <= 1;
   what->clear();
   const bool integer = mix == "q8_0" || mix == "q4_0" || mix == "q4_k" || mix == "q5_k" || mix == "q6_k" ||
                        mix == "q4_k_m" || mix == "q5_k_m";
+  // The AMX panels (measured only where kernels may use AMX): BF16 and F16 from 16 rows,
+  // the integer types from kAmxDequantMinRows; F16 multiplies three bf16 products a value.
+  const double tiles = one ? peak.tile_bf16_1t : peak.tile_bf16_nt;
+  if (isa == "avx512" && tiles > 0 && rows >= graph::Widened16::kMinRows) {
+    if (mix == "bf16" || (integer && rows >= graph::Projection::kAmxDequantMinRows)) {
+      *what = "AMX bf16 tile";
+      return tiles;
+    }
+    if (mix == "f16") {
+      *what = "a third of the AMX bf16 tile";  // f16 split into bf16 hi + lo
+      return tiles / 3;
+    }
+  }
   if (isa == "avx512") {
     if (mix == "bf16") {
       *what = "bf16 dot";

@@ -97,13 +97,14 @@ double MachinePeak::fma_gflops(const std::string& isa, int nthreads) const {
 }
 
 std::string MachinePeak::summary() const {
-  char buf[512];
+  char buf[512], tiles[96] = "";
+  if (tile_bf16_1t > 0) std::snprintf(tiles, sizeof tiles, "; AMX bf16 tiles %.0f / %.0f GFLOP/s", tile_bf16_1t, tile_bf16_nt);
   std::snprintf(buf, sizeof buf,
                 "peak fp32 FMA: avx512 %.0f GFLOP/s (1 thread) %.0f (%d threads); "
-                "avx2 %.0f / %.0f; bf16 dot %.0f / %.0f; int8 dot %.0f / %.0f GOP/s, avx2 %.0f / %.0f; "
+                "avx2 %.0f / %.0f; bf16 dot %.0f / %.0f; int8 dot %.0f / %.0f GOP/s, avx2 %.0f / %.0f%s; "
                 "read bandwidth %.1f GB/s (1 thread) %.1f (%d threads)",
                 fma_avx512_1t, fma_avx512_nt, threads, fma_avx2_1t, fma_avx2_nt, dot_bf16_1t,
-                dot_bf16_nt, dot_int8_1t, dot_int8_nt, dot_int8_avx2_1t, dot_int8_avx2_nt, read_1t, read_nt,
+                dot_bf16_nt, dot_int8_1t, dot_int8_nt, dot_int8_avx2_1t, dot_int8_avx2_nt, tiles, read_1t, read_nt,
                 threads);
   return buf;
 }
@@ -130,6 +131,10 @@ MachinePeak measure_peak(int threads, double secs) {
   if (kernels::may_use(Isa::avx512) && __builtin_cpu_supports("avx512vnni")) {
     m.dot_int8_1t = time_fma(kernels::dot_int8_probe_avx512, 1, secs);
     m.dot_int8_nt = time_fma(kernels::dot_int8_probe_avx512, m.threads, secs);
+  }
+  if (kernels::amx_usable()) {
+    m.tile_bf16_1t = time_fma(kernels::tile_bf16_probe_amx, 1, secs);
+    m.tile_bf16_nt = time_fma(kernels::tile_bf16_probe_amx, m.threads, secs);
   }
   {
     ReadProbe one(1);

@@ -17,6 +17,9 @@ struct MachinePeak {
   // CPU lacks AVX512-BF16 / AVX512-VNNI.
   double dot_bf16_1t = 0, dot_bf16_nt = 0;
   double dot_int8_1t = 0, dot_int8_nt = 0;
+  // GFLOP/s of AMX's bf16 tile product (TDPBF16PS), the ceiling of the prefill
+  // projections on the AMX panels; 0 where kernels::amx_usable() is false.
+  double tile_bf16_1t = 0, tile_bf16_nt = 0;
   // GOP/s of AVX2's int8 multiply (vpmaddubsw), the ceiling of the integer types' avx2
   // kernels; 0 without AVX2.
   double dot_int8_avx2_1t = 0, dot_int8_avx2_nt = 0;

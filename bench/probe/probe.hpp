@@ -20,6 +20,10 @@ double dot_int8_probe_avx512(int64_t iters, float* sink);
 // The int8 rate without VNNI: vpmaddubsw (32 u8·s8 multiply-adds), 2 ops each.
 double dot_int8_probe_avx2(int64_t iters, float* sink);
 
+// The AMX bf16 tile product rate (TDPBF16PS on four accumulators), flops performed;
+// only where kernels::amx_usable().
+double tile_bf16_probe_amx(int64_t iters, float* sink);
+
 // Reads n floats (n a multiple of 64) with the widest loads available and returns a sum
 // so the reads cannot be elided.
 float read_probe_avx512(const float* p, size_t n);

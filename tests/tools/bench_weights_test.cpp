@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/dispatch.hpp"
 #include "tests/tools/run_cli.hpp"
 
 namespace headwise::test {
@@ -63,9 +64,12 @@ TEST(BenchWeights, BytesPerTokenCountTheStoredType) {
 
 // A MODEL file keeps its stored types, and its prefill GEMMs are reported against the
 // peak of the arithmetic those run on: a BF16 file's against the bf16 dot peak (against
-// the FMA peak alone a BF16 GGUF of llama-134m read "145% of peak"); a file that mixes
-// float and integer matrices (stories260K's w2 rows of 172 stay f16 under q8_0) gets no
-// type peak — its f16 GEMMs run on the FMA peak the line above already names.
+// the FMA peak alone a BF16 GGUF of llama-134m read "145% of peak") — or, where the CPU
+// has AMX (and HEADWISE_AMX is not 0), the AMX bf16 tile peak the probe measures, and an
+// F16 file's against a third of it (three products a value); without AMX an F16 file's
+// GEMMs have the FMA peak only. A file that mixes float and integer matrices
+// (stories260K's w2 rows of 172 stay f16 under q8_0) gets no type peak — its f16 GEMMs
+// run on the FMA peak the line above already names.
 TEST(BenchWeights, AFileIsMeasuredAgainstItsStoredTypes) {
   const std::string stories = std::string(HEADWISE_SHARED_DIR) + "/models/stories260K/";
   if (!std::ifstream(stories + "stories260K.bin")) GTEST_SKIP() << "../shared/models not present";
@@ -73,7 +77,8 @@ TEST(BenchWeights, AFileIsMeasuredAgainstItsStoredTypes) {
     const char* type;
     const char* types;
     bool type_peak;
-  } cases[] = {{"bf16", "bf16 ×36", true}, {"q8_0", "f16 ×5, q8_0 ×31", false}};
+  } cases[] = {{"bf16", "bf16 ×36", true}, {"f16", "f16 ×36", true}, {"q8_0", "f16 ×5, q8_0 ×31", false}};
+  const bool amx = kernels::amx_detected();
   for (const auto& c : cases) {
     const std::string gguf = ::testing::TempDir() + "bench_stored_" + c.type + ".gguf";
     const CliResult conv = run_headwise("convert llama2c '" + stories + "stories260K.bin' --tokenizer '" + stories +
@@ -81,21 +86,30 @@ TEST(BenchWeights, AFileIsMeasuredAgainstItsStoredTypes) {
     ASSERT_EQ(conv.code, 0) << conv.err;
     const std::string bench =
         "bench '" + gguf + "' --prompt-len 16 --gen-len 4 --repeat 1 --warmup 0 --threads 1";
-    const CliResult r = run_headwise(bench + " --json");
-    ASSERT_EQ(r.code, 0) << c.type << "\n" << r.err;
-    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
-    ASSERT_TRUE(j.is_object()) << r.out;
-    EXPECT_EQ(j["model"]["weights"], "as stored");
-    EXPECT_EQ(j["model"]["weight_types"], c.types);
-    // bf16 has a dot product of its own on AVX-512 only (elsewhere it is widened to fp32).
-    const bool expect_peak = c.type_peak && j["run"]["isa"] == "avx512";
-    EXPECT_EQ(j["prefill"]["gemm_type_peak"].is_number(), expect_peak) << c.type << " " << j["prefill"].dump();
-    if (expect_peak) {
+    const bool f16 = std::string(c.type) == "f16";
+    for (bool amx_on : {false, true}) {
+      if (amx_on && !amx) break;
+      const std::string env = amx_on ? "" : "HEADWISE_AMX=0";
+      const CliResult r = run_headwise(bench + " --json", env);
+      ASSERT_EQ(r.code, 0) << c.type << "\n" << r.err;
+      const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+      ASSERT_TRUE(j.is_object()) << r.out;
+      EXPECT_EQ(j["model"]["weights"], "as stored");
+      EXPECT_EQ(j["model"]["weight_types"], c.types);
+      // bf16 has a dot product of its own on AVX-512 only (elsewhere it is widened to
+      // fp32); f16 a peak of its own only on AMX's tiles.
+      const bool expect_peak = c.type_peak && j["run"]["isa"] == "avx512" && (!f16 || amx_on);
+      EXPECT_EQ(j["prefill"]["gemm_type_peak"].is_number(), expect_peak)
+          << c.type << " " << env << " " << j["prefill"].dump();
+      if (!expect_peak) continue;
       EXPECT_GT(j["prefill"]["gemm_type_peak"].get<double>(), 0);
-      const CliResult t = run_headwise(bench);
+      EXPECT_EQ(j["machine"]["tile_bf16_nt_gflops"].is_number(), amx_on) << j["machine"].dump();
+      const CliResult t = run_headwise(bench, env);
       ASSERT_EQ(t.code, 0) << t.err;
-      EXPECT_NE(t.out.find("as stored: matrices bf16 ×36"), std::string::npos) << t.out;
-      EXPECT_NE(t.out.find("(bf16 dot peak: the arithmetic of the stored matrices)"), std::string::npos) << t.out;
+      EXPECT_NE(t.out.find(std::string("as stored: matrices ") + c.types), std::string::npos) << t.out;
+      const std::string peak = !amx_on ? "(bf16 dot peak" : f16 ? "(a third of the AMX bf16 tile peak" : "(AMX bf16 tile peak";
+      EXPECT_NE(t.out.find(peak + ": the arithmetic of the stored matrices)"), std::string::npos) << env << "\n" << t.out;
+      EXPECT_EQ(t.out.find("AMX bf16 tiles") != std::string::npos, amx_on) << env << "\n" << t.out;  // the machine line
     }
     std::remove(gguf.c_str());
   }
