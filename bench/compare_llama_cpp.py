@@ -29,7 +29,7 @@ decode >= 1.2x for all four; headwise decode >= 90% of the bandwidth. F32: no go
 --llama-quantize-check converts F32 GGUFs written by headwise with llama.cpp's own
 llama-quantize into those of Q8_0, Q4_0, Q4_K_M and Q5_K_M that --types names (Q5_K_M
 is not in the default list: --types q5_k_m also benchmarks it, with no goal from issue
-10) and checks that headwise agrees with llama.cpp (node-llama-cpp 3.21.1,
+10; so is F16, llama.cpp's default conversion type: --types f16) and checks that headwise agrees with llama.cpp (node-llama-cpp 3.21.1,
 tests/node/llamacpp_probs.mjs) on those files: the next-token
 distributions after each of 100 positions of a text, with the bounds of the test
 e2e.llamacpp_quant (tests/e2e/check_llamacpp_quant.py, which explains them) on that
@@ -67,7 +67,7 @@ SHAPES = {
                       "num_attention_heads": 32, "num_key_value_heads": 8},
 }
 TYPES = ["f32", "bf16", "q8_0", "q4_0", "q4_k_m"]
-EXTRA_TYPES = ["q5_k_m"]  # accepted by --types, not in the default list
+EXTRA_TYPES = ["f16", "q5_k_m"]  # accepted by --types, not in the default list
 QUANTIZE_TYPES = ["q8_0", "q4_0", "q4_k_m", "q5_k_m"]  # what --llama-quantize-check can make
 PREFILL_GOAL = {"bf16": 1.5, "q8_0": 1.5, "q4_0": 1.5, "q4_k_m": 1.3}
 DECODE_GOAL = {t: 1.2 for t in PREFILL_GOAL}
