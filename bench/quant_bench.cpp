@@ -29,6 +29,9 @@
 //           types on oneDNN's AMX bf16 matmul, F16 widened to fp32 on its f32 one) and
 //           on (`_amx`: the AMX panels, kernels/matmul/gemm_bf16_amx.hpp; F16 split
 //           into bf16 hi + lo, three products);
+//   prefill_gated: a SwiGLU FFN's gate and up (512 rows, 2048 × 8192 each) on the AMX
+//           panels, `_apart` (two projections, then the swiglu op) against `_gated` (one
+//           gated product, Projection::run_gated: the same numbers);
 //   projection, decode_projection: the same shapes through graph::Projection, i.e.
 //           what the plan runs (BF16: oneDNN's bf16 matmul on weights packed once;
 //           other types: the registry kernel, on the integer types' 8-row panels on
@@ -50,6 +53,7 @@
 #include "graph/projection.hpp"
 #include "graph/weight_arena.hpp"
 #include "kernels/dispatch.hpp"
+#include "kernels/elementwise/elementwise.hpp"
 #include "kernels/matmul/linear.hpp"
 #include "kernels/quant/quant.hpp"
 
@@ -117,15 +121,20 @@ void bm(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K, int64_t N)
 }
 
 // graph::Projection of the weights of `p` (the plan's path for this type × ISA).
+// The registry's weight type of a quant type.
+headwise::kernels::WeightType weight_type_of(hq::WType t) {
+  for (int i = 0; i < int(headwise::kernels::WeightType::Count); ++i)
+    if (strcasecmp(headwise::kernels::weight_type_name(headwise::kernels::WeightType(i)), hq::type_info(t)->name) == 0)
+      return headwise::kernels::WeightType(i);
+  return headwise::kernels::WeightType::Count;
+}
+
 void bm_projection(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K, int64_t N, int amx) {
   Problem p = make(t, 1, K, N);
   if (amx >= 0) headwise::kernels::set_amx_override(amx != 0);  // read when the projection is made
-  headwise::kernels::WeightType wt = headwise::kernels::WeightType::Count;
-  for (int i = 0; i < int(headwise::kernels::WeightType::Count); ++i)
-    if (strcasecmp(headwise::kernels::weight_type_name(headwise::kernels::WeightType(i)), p.ti->name) == 0)
-      wt = headwise::kernels::WeightType(i);
   std::unique_ptr<headwise::graph::Projection> proj;
-  const headwise::Status s = headwise::graph::Projection::create_typed(wt, p.w.data(), int(K), int(N), nullptr, isa, &proj);
+  const headwise::Status s =
+      headwise::graph::Projection::create_typed(weight_type_of(t), p.w.data(), int(K), int(N), nullptr, isa, &proj);
   if (amx >= 0) headwise::kernels::clear_amx_override();
   if (!s.ok()) {
     st.SkipWithError(s.message().c_str());
@@ -147,6 +156,43 @@ void bm_projection(benchmark::State& st, hq::WType t, Isa isa, int M, int64_t K,
                                               benchmark::Counter::kIs1000);
 }
 
+// A SwiGLU FFN's gate and up (512 rows, llama-1b-like's 2048 × 8192) on the AMX panels:
+// `gated` 0 runs them apart and then the swiglu, as the plan did before it fused them; 1
+// as one gated product (Projection::run_gated). Both compute the same numbers.
+void bm_gated(benchmark::State& st, hq::WType t, int gated) {
+  constexpr int M = 512, K = 2048, N = 8192;
+  Problem pg = make(t, 1, K, N), pu = make(t, 1, K, N);
+  std::unique_ptr<headwise::graph::Projection> gate, up;
+  headwise::Status s = headwise::graph::Projection::create_typed(weight_type_of(t), pg.w.data(), K, N, nullptr, Isa::avx512, &gate);
+  if (s.ok()) s = headwise::graph::Projection::create_typed(weight_type_of(t), pu.w.data(), K, N, nullptr, Isa::avx512, &up);
+  if (s.ok() && gate->gated_rows(*up, M) != M) s = headwise::Status(headwise::StatusCode::unsupported, "not a gated pair here");
+  if (!s.ok()) {
+    st.SkipWithError(s.message().c_str());
+    return;
+  }
+  std::mt19937 g(2);
+  std::normal_distribution<float> nd(0, 1);
+  std::vector<float> x(size_t(M) * K), yg(size_t(M) * N), yu(size_t(M) * N), f(size_t(M) * N);
+  for (float& v : x) v = nd(g);
+  void* scratch = std::aligned_alloc(64, (gate->scratch_bytes(M) + 63) / 64 * 64 + 64);
+  const int threads = omp_get_max_threads();
+  const headwise::kernels::ElemKernels& ew = headwise::kernels::elementwise_kernel(Isa::avx512);
+  for (auto _ : st) {
+    if (gated) {
+      (void)gate->run_gated(*up, headwise::kernels::swiglu_rows(ew), x.data(), K, f.data(), N, M, threads, scratch);
+    } else {
+      (void)gate->run(x.data(), K, yg.data(), N, M, threads, scratch);
+      (void)up->run(x.data(), K, yu.data(), N, M, threads, scratch);
+      headwise::kernels::swiglu(ew, {yg.data(), N}, {yu.data(), N}, {f.data(), N}, M, N, threads);
+    }
+    benchmark::DoNotOptimize(f.data());
+  }
+  std::free(scratch);
+  st.SetLabel(gate->implementation(M));
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * 2 * M * K * N, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+
 struct Shape {
   int K, N;
 };
@@ -163,10 +209,7 @@ const std::vector<Shape> kCached = {{768, 512}};
 // The projections of `layers` layers of `shapes` (see the header), one row through each
 // in model order per iteration.
 void bm_stream(benchmark::State& st, hq::WType t, Isa isa, int layers, const std::vector<Shape>& shapes) {
-  headwise::kernels::WeightType wt = headwise::kernels::WeightType::Count;
-  for (int i = 0; i < int(headwise::kernels::WeightType::Count); ++i)
-    if (strcasecmp(headwise::kernels::weight_type_name(headwise::kernels::WeightType(i)), hq::type_info(t)->name) == 0)
-      wt = headwise::kernels::WeightType(i);
+  const headwise::kernels::WeightType wt = weight_type_of(t);
   // As in a model: the stored rows on huge pages (a heap copy is on 4 KiB pages, where
   // one thread streamed llama-134m's BF16 layers at a third of the model's rate: a TLB
   // miss every 4 KiB), and the projections' own copies in a plan's arena, in model order.
@@ -245,6 +288,11 @@ const int kRegistered = [] {
           for (int amx : {0, 1})
             benchmark::RegisterBenchmark(("prefill_projection/" + name + (amx ? "_amx" : "")).c_str(), bm_projection,
                                          types[i], isa, 512, 2048, 2048, amx)
+                ->Unit(benchmark::kMillisecond)->UseRealTime();
+        if (isa == Isa::avx512 && headwise::kernels::amx_detected())  // apart, then gated
+          for (int gated : {0, 1})
+            benchmark::RegisterBenchmark(("prefill_gated/" + name + (gated ? "_gated" : "_apart")).c_str(), bm_gated,
+                                         types[i], gated)
                 ->Unit(benchmark::kMillisecond)->UseRealTime();
         if (hq::type_info(types[i])->block >= 32 || isa == Isa::avx512)  // the 16-bit types (2x the bytes): avx512 only
           benchmark::RegisterBenchmark(("decode_stream/" + name).c_str(), bm_stream, types[i], isa, 4, kLayer1b)

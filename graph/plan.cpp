@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <sstream>
 
 #include "graph/memory.hpp"
@@ -10,6 +11,11 @@
 #include "kernels/elementwise/elementwise.hpp"
 
 namespace headwise::graph {
+namespace {
+std::atomic<int> gated_ffn_override{1};  // set_gated_ffn_override
+}  // namespace
+
+void set_gated_ffn_override(int v) { gated_ffn_override.store(v != 0); }
 
 int resolve_threads(int threads) {
   if (omp_in_parallel()) return 1;  // never nest parallel regions
@@ -73,6 +79,12 @@ std::string Plan::describe(int rows, int threads) const {
         for (const auto& p : linears[i])
           o << "\n        " << p->N() << " out, " << kernels::weight_type_name(p->type()) << ": "
             << rows << " rows → " << p->implementation(rows) << "; 1 row → " << p->implementation(1);
+        if (i < gated.size() && gated[i]) {
+          const int g = linears[i][0]->gated_rows(*linears[i + 1][0], rows);
+          if (g > 0)
+            o << "\n        with [" << i + 1 << "] and [" << i + 2 << "]: " << g
+              << " rows → one gated product, the swiglu formed from each block's tiles (gate and up never stored)";
+        }
         break;
       case OpKind::attention: {
         kernels::AttnProblem p;
@@ -174,6 +186,18 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
     if (a.op == OpKind::linear && b.op == OpKind::linear && a.in[0] == b.in[0])
       plan->linear_run[i] = plan->linear_run[i + 1] + 1;
   }
+  plan->gated.assign(g.nodes.size(), 0);
+  if (gated_ffn_override.load())
+    for (size_t i = 0; i + 2 < g.nodes.size(); ++i) {
+      const Node &a = g.nodes[i], &b = g.nodes[i + 1], &c = g.nodes[i + 2];
+      if (a.op != OpKind::linear || b.op != OpKind::linear || c.op != OpKind::swiglu || a.in[0] != b.in[0] ||
+          a.out.size() != 1 || b.out.size() != 1 || c.in[0] != a.out[0] || c.in[1] != b.out[0])
+        continue;
+      const Value &gv = g.values[a.out[0]], &uv = g.values[b.out[0]], &fv = g.values[c.out[0]];
+      if (gv.last_use == int(i) + 2 && uv.last_use == int(i) + 2 && (fv.group == gv.group || fv.group == uv.group) &&
+          plan->linears[i].size() == 1 && plan->linears[i + 1].size() == 1)
+        plan->gated[i] = 1;
+    }
   const Settings& s = g.settings;
   // Hostile input (issue 12): the tables are sized by max_seq_len from the model file.
   const uint64_t rope_bytes = 2 * uint64_t(s.max_seq_len) * uint64_t(s.head_dim / 2) * sizeof(float);

@@ -56,6 +56,13 @@ struct Plan {
   // projections together (run_projections: the threads start and meet once).
   std::vector<int> linear_run;
   static constexpr int kGroupMaxRows = 4;  // steps of up to this many rows run such groups
+  // For node i: 1 when nodes i, i + 1 and i + 2 are a SwiGLU FFN's gate and up (one
+  // output each, one input) and the swiglu of their two outputs, which nothing else reads
+  // and which share their storage group with it (so it is written nowhere the input is
+  // read). A step whose rows both projections run on AMX panels (Projection::gated_rows)
+  // then computes the swiglu's rows in one gated product, the gate and up rows never
+  // stored; its results are the three nodes' own, bit for bit.
+  std::vector<char> gated;
   std::vector<float> rope_cos, rope_sin;  // (max_seq_len, head_dim/2)
   size_t packed_weight_bytes = 0;
 
@@ -73,6 +80,10 @@ struct Plan {
   // `rows` rows at a time on `threads` threads: what `headwise run --verbose` prints.
   std::string describe(int rows, int threads) const;
 };
+
+// Tests and benchmarks: 0 builds plans without gated FFN products (Plan::gated all 0),
+// anything else with them (the default).
+void set_gated_ffn_override(int v);
 
 // Resolves a thread count by the plan's thread policy (see above).
 int resolve_threads(int threads);

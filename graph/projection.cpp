@@ -441,6 +441,18 @@ size_t Projection::scratch_bytes(int rows) const {
   return round64(pad) + round64(staging) + round64(small);
 }
 
+int Projection::gated_rows(const Projection& up, int M) const {
+  if (!widen_ || !up.widen_ || M < widen_->min_rows() || M < up.widen_->min_rows()) return 0;
+  return widen_->can_gate(*up.widen_) ? Widened16::rows_taken(M) : 0;
+}
+
+Status Projection::run_gated(const Projection& up, kernels::AmxCombine combine, const float* x, int64_t ldx,
+                             float* y, int64_t ldy, int M, int threads, void* scratch) const {
+  if (gated_rows(up, M) <= 0)
+    return Status(StatusCode::invalid_argument, "these projections do not run " + std::to_string(M) + " rows as a gated pair");
+  return widen_->run_gated(*up.widen_, combine, x, ldx, y, ldy, M, threads, scratch);
+}
+
 Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
                        void* scratch) const {
   if (M <= 0) return Status::Ok();

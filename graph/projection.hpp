@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "headwise/status.hpp"
+#include "kernels/matmul/gemm_bf16_amx.hpp"
 #include "kernels/matmul/linear.hpp"
 
 namespace headwise::graph {
@@ -100,6 +101,15 @@ class Projection {
   // for the call and restored before returning.
   Status run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
              void* scratch) const;
+
+  // A SwiGLU FFN's gate (this) and up projections in one product (Widened16::run_gated):
+  // the rows of M it computes when both run M rows on AMX panels of one shape
+  // (Widened16::rows_taken(M)), else 0 — the caller runs them apart, and the rest of
+  // M's rows too.
+  int gated_rows(const Projection& up, int M) const;
+  // y = combine(x·Wg, x·Wu) for gated_rows(up, M) rows (> 0); scratch: scratch_bytes(M).
+  Status run_gated(const Projection& up, kernels::AmxCombine combine, const float* x, int64_t ldx, float* y,
+                   int64_t ldy, int M, int threads, void* scratch) const;
 
   // Scratch run() needs for up to `rows` rows per call (monotone in rows).
   size_t scratch_bytes(int rows) const;

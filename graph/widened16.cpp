@@ -154,19 +154,55 @@ struct Widened16::Impl {
     return c;
   }
 
+  // `rows` input rows (ldx apart) as the bf16 rows a pass multiplies (xrow_elems()
+  // apart): rounded, or split for the F16 panels.
+  void inputs_to_bf16(const float* x, int64_t ldx, int rows, uint16_t* xb, int threads) const {
+    const int64_t ld = xrow_elems();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int r = 0; r < rows; ++r) {
+      if (split)
+        kernels::amx_split_input_row(x + r * ldx, K, xb + size_t(r) * ld);
+      else
+        widen->f32_to_bf16(x + r * ldx, xb + size_t(r) * ld, K);
+    }
+  }
+
+  // Columns [n0, n1) (one panel's, n1 − n0 ≤ 32) as a packed panel, through `rows` (32
+  // rows ldk apart) where they are not packed straight from the stored rows.
+  void pack_panel(int n0, int n1, uint16_t* rows, uint16_t* panel) const {
+    constexpr int C = kernels::kAmxPanelCols;
+    if (in_place && n1 - n0 == C) {  // BF16 rows as stored: packed straight from them
+      kernels::amx_pack_panel_bf16(w + size_t(n0) * K, K, K, panel);
+      return;
+    }
+    if (split)
+      for (int j = 0; j < n1 - n0; ++j) kernels::amx_split_f16_weight_row(w + size_t(n0 + j) * K, K, rows + j * ldk);
+    else if (in_place)
+      for (int j = 0; j < n1 - n0; ++j) std::memcpy(rows + j * ldk, w + size_t(n0 + j) * K, size_t(K) * 2);
+    else
+      dq->dequant_bf16(pw, n0, n1, rows, ldk);
+    for (int j = n1 - n0; j < C; ++j) std::memset(rows + j * ldk, 0, size_t(KP) * 2);
+    kernels::amx_pack_panel_bf16(rows, ldk, KP, panel);
+  }
+
   // AMX: M bf16 rows of xb (ldk apart, a multiple of kMinRows), chunk by chunk: the
   // chunk's panels split into contiguous ranges, one a thread (fewer panels than
   // threads: the rows split too); each range dequantized and packed by one thread, into
   // its core's L2, then its products run rows outer, panels inner (amx_gemm_panels_bf16).
-  void amx_pass(const uint16_t* xb, int M, float* y, int64_t ldy, int threads, void* wbuf) const {
+  // With `up` (run_gated: the same shapes), each chunk holds half as many panels of each
+  // matrix, the same columns of both, and y gets combine(gate, up) of them.
+  void amx_pass(const uint16_t* xb, int M, float* y, int64_t ldy, int threads, void* wbuf, const Impl* up = nullptr,
+                kernels::AmxCombine combine = nullptr) const {
     constexpr int C = kernels::kAmxPanelCols;
     auto* rowbuf = static_cast<uint16_t*>(wbuf);
     auto* panels = reinterpret_cast<uint16_t*>(static_cast<char*>(wbuf) + round64(size_t(amx_panels) * C * ldk * 2));
     const int total = (N + C - 1) / C;
-    int P = std::min(amx_panels, total);
+    int P = std::min(up ? amx_panels / 2 : amx_panels, total);
     if (P >= threads) P = P / threads * threads;  // equal ranges
     const int units = M / kMinRows;               // 16-row units
     const size_t pe = kernels::amx_panel_elems(KP);
+    const float* gb = bias.empty() ? nullptr : bias.data();
+    const float* ub = !up || up->bias.empty() ? nullptr : up->bias.data();
     for (int p0 = 0; p0 < total; p0 += P) {
       const int np = std::min(P, total - p0);
       const int R = std::min(np, threads), G = std::max(1, std::min(units, threads / R));
@@ -176,19 +212,8 @@ struct Widened16::Impl {
         for (int r = 0; r < R; ++r)
           for (int i = np * r / R; i < np * (r + 1) / R; ++i) {
             const int n0 = (p0 + i) * C, n1 = std::min(N, n0 + C);
-            uint16_t* rows = rowbuf + size_t(i) * C * ldk;
-            if (in_place && n1 - n0 == C) {  // BF16 rows as stored: packed straight from them
-              kernels::amx_pack_panel_bf16(w + size_t(n0) * K, K, K, panels + i * pe);
-              continue;
-            }
-            if (split)
-              for (int j = 0; j < n1 - n0; ++j) kernels::amx_split_f16_weight_row(w + size_t(n0 + j) * K, K, rows + j * ldk);
-            else if (in_place)
-              for (int j = 0; j < n1 - n0; ++j) std::memcpy(rows + j * ldk, w + size_t(n0 + j) * K, size_t(K) * 2);
-            else
-              dq->dequant_bf16(pw, n0, n1, rows, ldk);
-            for (int j = n1 - n0; j < C; ++j) std::memset(rows + j * ldk, 0, size_t(KP) * 2);
-            kernels::amx_pack_panel_bf16(rows, ldk, KP, panels + i * pe);
+            pack_panel(n0, n1, rowbuf + size_t(i) * C * ldk, panels + i * pe);
+            if (up) up->pack_panel(n0, n1, rowbuf + size_t(P + i) * C * ldk, panels + (P + i) * pe);
           }
 #pragma omp for schedule(static)
         for (int it = 0; it < R * G; ++it) {
@@ -196,9 +221,15 @@ struct Widened16::Impl {
           const int i0 = np * r / R, i1 = np * (r + 1) / R;
           const int u0 = units * g / G, u1 = units * (g + 1) / G;
           const int n0 = (p0 + i0) * C, cols = std::min(N, (p0 + i1) * C) - n0;
-          kernels::amx_gemm_panels_bf16(xb + size_t(u0) * kMinRows * ldk, ldk, (u1 - u0) * kMinRows, KP, panels + i0 * pe,
-                                        cols, bias.empty() ? nullptr : bias.data() + n0,
-                                        y + int64_t(u0) * kMinRows * ldy + n0, ldy);
+          const uint16_t* xr = xb + size_t(u0) * kMinRows * ldk;
+          float* yr = y + int64_t(u0) * kMinRows * ldy + n0;
+          if (up)
+            kernels::amx_gemm_panels_gated_bf16(xr, ldk, (u1 - u0) * kMinRows, KP, panels + i0 * pe,
+                                                panels + (P + i0) * pe, cols, gb ? gb + n0 : nullptr,
+                                                ub ? ub + n0 : nullptr, combine, yr, ldy);
+          else
+            kernels::amx_gemm_panels_bf16(xr, ldk, (u1 - u0) * kMinRows, KP, panels + i0 * pe, cols,
+                                          gb ? gb + n0 : nullptr, yr, ldy);
         }
       }
     }
@@ -381,16 +412,9 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
     thread_local dnnl::stream stream(cpu_engine());
     if (d.bf16_src || d.amx) {  // passes of rows rounded to bf16, or split (every chunk dequantized once a pass)
       auto* xb = reinterpret_cast<uint16_t*>(xs);
-      const int64_t ld = d.xrow_elems();
       for (int r0 = 0; r0 < M; r0 += d.pass_rows()) {
         const int rows = std::min(M - r0, d.pass_rows());
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int r = 0; r < rows; ++r) {
-          if (d.split)
-            kernels::amx_split_input_row(x + (r0 + r) * ldx, d.K, xb + size_t(r) * ld);
-          else
-            d.widen->f32_to_bf16(x + (r0 + r) * ldx, xb + size_t(r) * ld, d.K);
-        }
+        d.inputs_to_bf16(x + r0 * ldx, ldx, rows, xb, threads);
         if (d.amx)
           d.amx_pass(xb, rows, y + r0 * ldy, ldy, threads, wbuf);
         else
@@ -409,6 +433,31 @@ Status Widened16::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M,
   } catch (const dnnl::error& e) {
     return Status(StatusCode::internal, std::string("oneDNN matmul on ") + (d.dq ? "dequantized " : d.in_place ? "" : "widened ") +
                                             d.type_name + " weights failed: " + e.what());
+  }
+  return Status::Ok();
+}
+
+bool Widened16::can_gate(const Widened16& up) const {
+  const Impl &g = *impl_, &u = *up.impl_;
+  return g.amx && u.amx && g.amx_panels >= 2 && g.K == u.K && g.N == u.N && g.KP == u.KP && g.ldk == u.ldk &&
+         g.split == u.split && g.amx_panels == u.amx_panels;
+}
+
+Status Widened16::run_gated(const Widened16& up, kernels::AmxCombine combine, const float* x, int64_t ldx, float* y,
+                            int64_t ldy, int M, int threads, void* scratch) const {
+  const Impl& d = *impl_;
+  if (!can_gate(up))
+    return Status(StatusCode::invalid_argument, "a gated pair needs two " + d.type_name + " projections of one shape on AMX panels");
+  M = rows_taken(M);
+  void* wbuf = static_cast<char*>(scratch) + round64(d.pad);
+  const int most = d.classes[d.largest_class(M)];  // the staging where run() has it (scratch_bytes)
+  auto* xb = reinterpret_cast<uint16_t*>(static_cast<char*>(wbuf) + d.wchunk_bytes() +
+                                         round64(size_t(most) * d.full.cols * sizeof(float)));
+  ScopedOmpThreads omp_threads(threads);
+  for (int r0 = 0; r0 < M; r0 += d.pass_rows()) {
+    const int rows = std::min(M - r0, d.pass_rows());
+    d.inputs_to_bf16(x + r0 * ldx, ldx, rows, xb, threads);
+    d.amx_pass(xb, rows, y + r0 * ldy, ldy, threads, wbuf, up.impl_.get(), combine);
   }
   return Status::Ok();
 }

@@ -52,6 +52,7 @@
 #include <string>
 
 #include "headwise/status.hpp"
+#include "kernels/matmul/gemm_bf16_amx.hpp"
 #include "kernels/matmul/linear.hpp"
 
 namespace headwise::graph {
@@ -92,6 +93,13 @@ class Widened16 {
   // y(M×N) = x·W (+ b) for M = rows_taken(M) rows; x rows ldx floats apart (ldx ≠ K is
   // staged through kMinRows rows at a time), y rows ldy apart.
   Status run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads, void* scratch) const;
+  // A SwiGLU FFN's gate (this) and up projections, both on the AMX panels with one shape
+  // (can_gate): y = combine(x·Wg, x·Wu) for rows_taken(M) rows in one pass over the
+  // inputs, the two products never stored (kernels::amx_gemm_panels_gated_bf16; each
+  // chunk holds half as many panels of each). Scratch: scratch_bytes(M), as for run().
+  bool can_gate(const Widened16& up) const;
+  Status run_gated(const Widened16& up, kernels::AmxCombine combine, const float* x, int64_t ldx, float* y,
+                   int64_t ldy, int M, int threads, void* scratch) const;
   // What M rows run on, e.g. "oneDNN:brg:avx512_core on bf16 widened per 128 columns×512".
   std::string implementation(int M) const;
 

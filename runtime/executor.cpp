@@ -163,6 +163,30 @@ class Run {
     if (g_.nodes[i].op != OpKind::linear || plan_.linear_run.empty()) return 0;
     return s_.M <= graph::Plan::kGroupMaxRows && threads_ > 1 ? plan_.linear_run[i] : 0;
   }
+  // Nodes i, i + 1, i + 2 a SwiGLU FFN (Plan::gated): the rows of this step their
+  // projections compute as one gated product, else 0.
+  int gated_rows(int i) const {
+    if (plan_.gated.empty() || !plan_.gated[i]) return 0;
+    return plan_.linears[i][0]->gated_rows(*plan_.linears[i + 1][0], s_.M);
+  }
+  // The swiglu's output for the step: `rows` rows as one gated product, any rest as the
+  // three nodes run them (gate and up into their values, then the swiglu).
+  Status gated_ffn(int i, int rows) {
+    const Node &gate = g_.nodes[i], &up = g_.nodes[i + 1], &sw = g_.nodes[i + 2];
+    const graph::Projection &pg = *plan_.linears[i][0], &pu = *plan_.linears[i + 1][0];
+    const View x = at(gate.in[0]), f = at(sw.out[0]);
+    HW_RETURN_IF_ERROR(pg.run_gated(pu, kernels::swiglu_rows(ew_), x.p, x.stride, f.p, f.stride, rows, threads_,
+                                    s_.scratch));
+    const int rest = s_.M - rows;
+    if (rest == 0) return Status::Ok();
+    const View g = at(gate.out[0]), u = at(up.out[0]);
+    const float* xr = x.p + rows * x.stride;
+    HW_RETURN_IF_ERROR(pg.run(xr, x.stride, g.p + rows * g.stride, g.stride, rest, threads_, s_.scratch));
+    HW_RETURN_IF_ERROR(pu.run(xr, x.stride, u.p + rows * u.stride, u.stride, rest, threads_, s_.scratch));
+    kernels::swiglu(ew_, {g.p + rows * g.stride, g.stride}, {u.p + rows * u.stride, u.stride},
+                    {f.p + rows * f.stride, f.stride}, rest, g_.values[sw.out[0]].cols, threads_);
+    return Status::Ok();
+  }
   graph::ShareBalance* balance(int i) const { return s_.balance ? s_.balance + i : nullptr; }
 
   Status linear_group(int i, int run) {
@@ -222,8 +246,9 @@ class Run {
     const auto t_step = Clock::now();
     for (int i = 0; i < static_cast<int>(g_.nodes.size()); ++i) {
       const auto t0 = prof ? Clock::now() : Clock::time_point();
-      const int grouped = group_size(i), run = std::max(1, grouped);
-      HW_RETURN_IF_ERROR(grouped ? linear_group(i, grouped) : node(i));
+      const int grouped = group_size(i), gated = grouped ? 0 : gated_rows(i);
+      const int run = grouped ? grouped : gated ? 3 : 1;
+      HW_RETURN_IF_ERROR(grouped ? linear_group(i, grouped) : gated ? gated_ffn(i, gated) : node(i));
       if (prof) {
         // A group's time goes to its nodes in proportion to their weight bytes.
         const double secs = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -119,6 +119,7 @@ void swiglu(const ElemKernels& k, RowsIn a, RowsIn b, RowsOut y, int rows, int c
             int threads) {
   run_binary(k.fns->swiglu, a, b, y, rows, cols, threads);
 }
+SwigluRowsFn swiglu_rows(const ElemKernels& k) { return k.fns->swiglu; }
 void add(const ElemKernels& k, RowsIn a, RowsIn b, RowsOut y, int rows, int cols,
          int threads) {
   run_binary(k.fns->add, a, b, y, rows, cols, threads);

@@ -55,6 +55,10 @@ void gelu_erf(const ElemKernels& k, RowsOut x, int rows, int cols, int threads);
 
 // y = silu(a) ⊙ b
 void swiglu(const ElemKernels& k, RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads);
+// The same, one thread, as a plain function of the line: for a kernel that forms y a
+// block at a time from products it holds (kernels/matmul/gemm_bf16_amx.hpp's gated pair).
+using SwigluRowsFn = void (*)(RowsIn a, RowsIn b, RowsOut y, int rows, int cols);
+SwigluRowsFn swiglu_rows(const ElemKernels& k);
 // y = a + b
 void add(const ElemKernels& k, RowsIn a, RowsIn b, RowsOut y, int rows, int cols, int threads);
 // y = a ⊙ b

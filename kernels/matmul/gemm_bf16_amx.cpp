@@ -102,10 +102,11 @@ void amx_pack_panel_bf16(const uint16_t* w, int64_t ldw, int64_t K, uint16_t* pa
 namespace {
 
 // One 32-column panel's products over rows [m, m + 16·(two ? 2 : 1)), stored into y
-// (the `cols` live columns).
-template <bool two>
+// (the `cols` live columns). side(s) runs after step s's products are issued: vector
+// work the core can do while the tile unit multiplies (the gated pair's swiglu).
+template <bool two, class Side>
 inline void panel_block(const uint16_t* x0, int64_t ldx, int64_t steps, const uint16_t* panel, int cols,
-                        const float* bp, float* y, int64_t ldy) {
+                        const float* bp, float* y, int64_t ldy, Side&& side) {
   if (bp) {
     _tile_loadd(0, bp, 0);
     _tile_loadd(1, bp + 16, 0);
@@ -148,6 +149,7 @@ inline void panel_block(const uint16_t* x0, int64_t ldx, int64_t steps, const ui
       _tile_loadd(7, t + 512, 64);
       if (two) _tile_loadd(5, x1 + k, xstride);
     }
+    side(s);
   }
   const int64_t ys = ldy * int64_t(sizeof(float));
   if (cols == kAmxPanelCols) {
@@ -172,6 +174,46 @@ inline void panel_block(const uint16_t* x0, int64_t ldx, int64_t steps, const ui
     for (int i = 0; i < 16; ++i) std::memcpy(y + (16 * h + i) * ldy, part[h][i], size_t(cols) * sizeof(float));
 }
 
+// A panel's bias as the tile row its accumulators start from (zeros past `live`), or
+// null without one.
+inline const float* bias_row(const float* bias, int n0, int live, float* b) {
+  if (!bias) return nullptr;
+  std::memset(b, 0, kAmxPanelCols * sizeof(float));
+  std::memcpy(b, bias + n0, size_t(live) * sizeof(float));
+  amx_fence();
+  return b;
+}
+
+template <class Side>
+inline void block(bool two, const uint16_t* x0, int64_t ldx, int64_t steps, const uint16_t* panel, int cols,
+                  const float* bp, float* y, int64_t ldy, Side&& side) {
+  if (two)
+    panel_block<true>(x0, ldx, steps, panel, cols, bp, y, ldy, side);
+  else
+    panel_block<false>(x0, ldx, steps, panel, cols, bp, y, ldy, side);
+}
+
+// A gated pair's block (32 or 16 rows × a panel's columns) whose gate and up the tiles
+// have stored, waiting for its swiglu: formed one 16-value vector at a time between the
+// products of the next pair (step()), so the vector units work while the tile unit
+// multiplies instead of after it; finish() forms what is left.
+struct Pending {
+  alignas(64) float g[32][kAmxPanelCols];
+  alignas(64) float u[32][kAmxPanelCols];
+  float* y = nullptr;
+  int64_t ldy = 0;
+  int live = 0, next = 0, count = 0;  // vectors formed, of count (2 a row)
+  void step(AmxCombine combine) {
+    if (next >= count) return;
+    const int r = next / 2, c = next % 2 * 16, n = std::min(16, live - c);
+    if (n > 0) combine({&g[r][c], kAmxPanelCols}, {&u[r][c], kAmxPanelCols}, {y + r * ldy + c, ldy}, 1, n);
+    ++next;
+  }
+  void finish(AmxCombine combine) {
+    while (next < count) step(combine);
+  }
+};
+
 }  // namespace
 
 void amx_gemm_panels_bf16(const uint16_t* x, int64_t ldx, int M, int64_t K, const uint16_t* panels, int cols,
@@ -185,21 +227,47 @@ void amx_gemm_panels_bf16(const uint16_t* x, int64_t ldx, int M, int64_t K, cons
     const bool two = m + 32 <= M;  // else 16 rows left
     for (int p = 0; p < np; ++p) {
       const int n0 = p * kAmxPanelCols, live = std::min(kAmxPanelCols, cols - n0);
-      const float* bp = nullptr;
-      if (bias) {
-        std::memset(b, 0, sizeof b);
-        std::memcpy(b, bias + n0, size_t(live) * sizeof(float));
-        amx_fence();
-        bp = b;
-      }
-      const uint16_t* x0 = x + int64_t(m) * ldx;
-      float* yb = y + int64_t(m) * ldy + n0;
-      if (two)
-        panel_block<true>(x0, ldx, steps, panels + p * pe, live, bp, yb, ldy);
-      else
-        panel_block<false>(x0, ldx, steps, panels + p * pe, live, bp, yb, ldy);
+      block(two, x + int64_t(m) * ldx, ldx, steps, panels + p * pe, live, bias_row(bias, n0, live, b),
+            y + int64_t(m) * ldy + n0, ldy, [](int64_t) {});
     }
   }
+  _tile_release();
+}
+
+void amx_gemm_panels_gated_bf16(const uint16_t* x, int64_t ldx, int M, int64_t K, const uint16_t* gate_panels,
+                                const uint16_t* up_panels, int cols, const float* gate_bias, const float* up_bias,
+                                AmxCombine combine, float* y, int64_t ldy) {
+  amx_configure();
+  const int np = (cols + kAmxPanelCols - 1) / kAmxPanelCols;
+  const size_t pe = amx_panel_elems(K);
+  const int64_t steps = K / kAmxK;
+  alignas(64) float b[kAmxPanelCols];
+  // This pair's block and the one before it (formed meanwhile), in turn.
+  Pending pend[2];
+  int cur = 0;
+  for (int m = 0; m < M; m += 32) {
+    const bool two = m + 32 <= M;
+    const uint16_t* x0 = x + int64_t(m) * ldx;
+    for (int p = 0; p < np; ++p) {
+      const int n0 = p * kAmxPanelCols, live = std::min(kAmxPanelCols, cols - n0);
+      Pending &now = pend[cur], &before = pend[1 - cur];
+      auto side = [&before, combine](int64_t) { before.step(combine); };
+      // whole panels into the blocks (their dead columns are never read)
+      block(two, x0, ldx, steps, gate_panels + p * pe, kAmxPanelCols, bias_row(gate_bias, n0, live, b), &now.g[0][0],
+            kAmxPanelCols, side);
+      block(two, x0, ldx, steps, up_panels + p * pe, kAmxPanelCols, bias_row(up_bias, n0, live, b), &now.u[0][0],
+            kAmxPanelCols, side);
+      before.finish(combine);
+      amx_fence();  // the tile stores are asm without a memory operand: now's blocks are read after them
+      now.y = y + int64_t(m) * ldy + n0;
+      now.ldy = ldy;
+      now.live = live;
+      now.next = 0;
+      now.count = two ? 64 : 32;
+      cur = 1 - cur;
+    }
+  }
+  pend[1 - cur].finish(combine);
   _tile_release();
 }
 

@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/elementwise/elementwise.hpp"
+
 namespace headwise::kernels {
 
 constexpr int kAmxPanelCols = 32;  // weight rows (output columns) per panel
@@ -56,5 +58,16 @@ void amx_pack_panel_bf16(const uint16_t* w, int64_t ldw, int64_t K, uint16_t* pa
 // which the caller keeps in this core's L2 — passes them.
 void amx_gemm_panels_bf16(const uint16_t* x, int64_t ldx, int M, int64_t K, const uint16_t* panels, int cols,
                           const float* bias, float* y, int64_t ldy);
+
+// A gated pair (a SwiGLU FFN's gate and up): y = combine(x·Wgᵀ (+ bg), x·Wuᵀ (+ bu)),
+// shapes and operands as above, the two matrices' panels for the same columns one after
+// the other over each 32-row block. Their accumulators go to two 32 × 32 blocks on the
+// stack, from which `combine` (the plan's element-wise swiglu: the very function the
+// unfused op runs, so the results are identical) writes y's rows — the gate and up
+// products never reach memory, and the separate op's read of both and its write go.
+using AmxCombine = SwigluRowsFn;  // (elementwise.hpp)
+void amx_gemm_panels_gated_bf16(const uint16_t* x, int64_t ldx, int M, int64_t K, const uint16_t* gate_panels,
+                                const uint16_t* up_panels, int cols, const float* gate_bias, const float* up_bias,
+                                AmxCombine combine, float* y, int64_t ldy);
 
 }  // namespace headwise::kernels
