@@ -175,6 +175,10 @@ struct Widened16::Impl {
       kernels::amx_pack_panel_bf16(w + size_t(n0) * K, K, K, panel);
       return;
     }
+    if (dq && dq->dequant_amx) {  // dequantized straight into the tile layout
+      dq->dequant_amx(pw, n0, n1, panel);
+      return;
+    }
     if (split)
       for (int j = 0; j < n1 - n0; ++j) kernels::amx_split_f16_weight_row(w + size_t(n0 + j) * K, K, rows + j * ldk);
     else if (in_place)

@@ -78,6 +78,11 @@ struct LinearKernelImpl {
   // nearest even (quant::f32_to_bf16), what a prefill on oneDNN's bf16 matmul
   // multiplies (graph/widened16.hpp).
   void (*dequant_bf16)(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* out, int64_t ldo) = nullptr;
+  // Optional, with dequant_bf16: the same values for rows [n0, n1) (n0 a multiple of 32,
+  // n1 − n0 ≤ 32) written straight into one AMX panel, the layout amx_pack_panel_bf16
+  // makes of those rows (kernels/matmul/gemm_bf16_amx.hpp; columns past n1 zero) —
+  // without the bf16 rows and their pack.
+  void (*dequant_amx)(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* panel) = nullptr;
 };
 
 // One registry line.

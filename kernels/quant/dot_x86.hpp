@@ -191,5 +191,51 @@ inline void transpose8(__m256* v) {
   }
 }
 
+// Where dequantized weights go (LinearKernelImpl::dequant_bf16 / dequant_amx): 8 rows'
+// values of 8 consecutive elements at a time, v[e] lane r = row r's element e0 + e (e0
+// a multiple of 8), each finite and normal or zero, rounded to bf16 as f32_to_bf16
+// rounds.
+// Rows of bf16 (row r at o + r·ldo; `rows` of the 8 stored): transposed 8 × 8.
+struct Bf16RowsSink {
+  uint16_t* o;
+  int64_t ldo;
+  int rows;
+  void operator()(__m256* v, int64_t e0) const {
+    transpose8(v);
+    for (int r = 0; r < rows; ++r) store_bf16x8(o + r * ldo + e0, v[r]);
+  }
+};
+// One AMX B panel (kernels/matmul/gemm_bf16_amx.hpp: per 32 values of K two 16 × 16
+// tiles of bf16 pairs, panel[((s·2 + c)·16 + t)·32 + 2n + e] = row 16c + n's element
+// 32s + 2t + e) whose columns 8q .. 8q + 7 these 8 rows are: lane r is already column
+// 8q + r, so each pair of elements is 8 dwords (element 2t in the low half, 2t + 1 in
+// the high) stored as they are — no transpose, and no row buffer to pack afterwards.
+struct AmxPanelSink {
+  uint16_t* panel;
+  int q;
+  void operator()(const __m256* v, int64_t e0) const {
+    const __m256i half = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1), top = _mm256_set1_epi32(int(0xFFFF0000u));
+    auto rounded = [&](__m256 x) {  // bf16 in the high half of each lane (RNE), low half garbage
+      const __m256i u = _mm256_castps_si256(x);
+      return _mm256_add_epi32(_mm256_add_epi32(u, half), _mm256_and_si256(_mm256_srli_epi32(u, 16), one));
+    };
+    for (int t = 0; t < 4; ++t) {
+      const int64_t k = e0 + 2 * t;
+      uint16_t* dst = panel + ((k / 32 * 2 + q / 2) * 16 + k % 32 / 2) * 32 + 16 * (q % 2);
+      const __m256i d = _mm256_or_si256(_mm256_and_si256(rounded(v[2 * t + 1]), top),
+                                        _mm256_srli_epi32(rounded(v[2 * t]), 16));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), d);
+    }
+  }
+};
+
+// Columns 8q .. 8q + 7 of an AMX panel of depth K zeroed (rows past the matrix's last).
+inline void zero_amx_group(uint16_t* panel, int64_t K, int q) {
+  for (int64_t s = 0; s < K / 32; ++s)
+    for (int t = 0; t < 16; ++t)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(panel + ((s * 2 + q / 2) * 16 + t) * 32 + 16 * (q % 2)),
+                          _mm256_setzero_si256());
+}
+
 }  // namespace
 }  // namespace headwise::kernels::quant

@@ -500,57 +500,64 @@ struct PanelLinear {
     };
     prepare_then_share(rows, nt, prepare, share);
   }
-  // Rows [n0, n1) of the panels into bf16 rows ldo apart: per block, each quant vector's
-  // 4 bytes of 8 rows become 4 vectors of 8 rows' values d·(q − offset) (exact: a
-  // float product of an f16 scale and a small integer), two such quads transposed
-  // 8 × 8 into 8 consecutive elements of each row, rounded to bf16.
-  static void dequant_bf16(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* out, int64_t ldo) {
-    const auto* panels = static_cast<const uint8_t*>(w.data);
+  // Panel p's weights, dequantized, into sink(p's rows, v, e0) (dot_x86.hpp's sinks): per
+  // block, each quant vector's 4 bytes of 8 rows become 4 vectors of 8 rows' values
+  // d·(q − offset) (exact: a float product of an f16 scale and a small integer), two
+  // such quads at a time (8 consecutive elements).
+  template <class Sink>
+  static void dequant_panel(const PackedWeights& w, int64_t p, Sink&& sink) {
     const int64_t nb = blocks(w);
     const size_t pb = panel_bytes(nb, P::kQB), qstep = size_t(kPanelRows) * P::kQB;
-    for (int64_t p = n0 / kPanelRows; p * kPanelRows < n1; ++p) {
-      const uint8_t* q = panels + size_t(p) * pb;
-      const uint8_t* s = q + size_t(nb) * qstep;
-      const int rows = int(std::min<int64_t>(kPanelRows, n1 - p * kPanelRows));
-      uint16_t* o = out + (p * kPanelRows - n0) * ldo;
-      for (int64_t b = 0; b < nb; ++b) {
-        const __m256 ws = panel_scales(s, b);
-        const uint8_t* qb = q + size_t(b) * qstep;
-        __m256 v[8];  // v[e]: the 8 rows' element e of the current 8
-        auto flush = [&](int64_t e0) {
-          transpose8(v);
-          for (int r = 0; r < rows; ++r) store_bf16x8(o + r * ldo + b * kQK + e0, v[r]);
-        };
-        // quad j of vector i: element 4i + j (Q8_0), or 4i + j and 16 + 4i + j (Q4_0)
-        auto quad = [&](__m256i ints, int slot) {
-          for (int j = 0; j < 4; ++j) {
-            const __m256i e = P::kQB == 32 ? _mm256_srai_epi32(_mm256_slli_epi32(ints, 24 - 8 * j), 24)
-                                           : _mm256_and_si256(_mm256_srli_epi32(ints, 8 * j), _mm256_set1_epi32(0xFF));
-            v[slot + j] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(e, _mm256_set1_epi32(P::kQB == 32 ? 0 : 8))), ws);
-          }
-        };
-        if constexpr (P::kQB == 32) {
-          const __m256i flip = _mm256_set1_epi8(char(P::kFlip));
-          for (int i = 0; i < 8; i += 2) {
-            quad(_mm256_xor_si256(load32(qb + 32 * i), flip), 0);
-            quad(_mm256_xor_si256(load32(qb + 32 * (i + 1)), flip), 4);
-            flush(4 * i);
-          }
-        } else {
-          const __m256i m = _mm256_set1_epi8(0xF);
-          for (int h = 0; h < 2; ++h)  // low nibbles: elements 0..15; high: 16..31
-            for (int i = 0; i < 4; i += 2) {
-              const __m256i a = load32(qb + 32 * i), c = load32(qb + 32 * (i + 1));
-              quad(_mm256_and_si256(h ? _mm256_srli_epi16(a, 4) : a, m), 0);
-              quad(_mm256_and_si256(h ? _mm256_srli_epi16(c, 4) : c, m), 4);
-              flush(16 * h + 4 * i);
-            }
+    const uint8_t* q = static_cast<const uint8_t*>(w.data) + size_t(p) * pb;
+    const uint8_t* s = q + size_t(nb) * qstep;
+    for (int64_t b = 0; b < nb; ++b) {
+      const __m256 ws = panel_scales(s, b);
+      const uint8_t* qb = q + size_t(b) * qstep;
+      __m256 v[8];  // v[e]: the 8 rows' element e of the current 8
+      // quad j of vector i: element 4i + j (Q8_0), or 4i + j and 16 + 4i + j (Q4_0)
+      auto quad = [&](__m256i ints, int slot) {
+        for (int j = 0; j < 4; ++j) {
+          const __m256i e = P::kQB == 32 ? _mm256_srai_epi32(_mm256_slli_epi32(ints, 24 - 8 * j), 24)
+                                         : _mm256_and_si256(_mm256_srli_epi32(ints, 8 * j), _mm256_set1_epi32(0xFF));
+          v[slot + j] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(e, _mm256_set1_epi32(P::kQB == 32 ? 0 : 8))), ws);
         }
+      };
+      if constexpr (P::kQB == 32) {
+        const __m256i flip = _mm256_set1_epi8(char(P::kFlip));
+        for (int i = 0; i < 8; i += 2) {
+          quad(_mm256_xor_si256(load32(qb + 32 * i), flip), 0);
+          quad(_mm256_xor_si256(load32(qb + 32 * (i + 1)), flip), 4);
+          sink(v, b * kQK + 4 * i);
+        }
+      } else {
+        const __m256i m = _mm256_set1_epi8(0xF);
+        for (int h = 0; h < 2; ++h)  // low nibbles: elements 0..15; high: 16..31
+          for (int i = 0; i < 4; i += 2) {
+            const __m256i a = load32(qb + 32 * i), c = load32(qb + 32 * (i + 1));
+            quad(_mm256_and_si256(h ? _mm256_srli_epi16(a, 4) : a, m), 0);
+            quad(_mm256_and_si256(h ? _mm256_srli_epi16(c, 4) : c, m), 4);
+            sink(v, b * kQK + 16 * h + 4 * i);
+          }
       }
     }
   }
+  // Rows [n0, n1) into bf16 rows ldo apart.
+  static void dequant_bf16(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* out, int64_t ldo) {
+    for (int64_t p = n0 / kPanelRows; p * kPanelRows < n1; ++p)
+      dequant_panel(w, p, Bf16RowsSink{out + (p * kPanelRows - n0) * ldo, ldo,
+                                       int(std::min<int64_t>(kPanelRows, n1 - p * kPanelRows))});
+  }
+  // Rows [n0, n1) (n0 a multiple of 32, n1 − n0 ≤ 32) as one AMX panel (the 8-row
+  // panels' padding rows are zeros; 8-row groups past n1 are zeroed).
+  static void dequant_amx(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* panel) {
+    for (int q = 0; q < 4; ++q) {
+      const int64_t n = n0 + q * kPanelRows;
+      if (n < n1) dequant_panel(w, n / kPanelRows, AmxPanelSink{panel, q});
+      else zero_amx_group(panel, w.K, q);
+    }
+  }
   static constexpr LinearKernelImpl impl(const char* name) {
-    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanelRows, dequant_bf16};
+    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanelRows, dequant_bf16, dequant_amx};
   }
 };
 

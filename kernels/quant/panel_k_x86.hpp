@@ -270,11 +270,12 @@ struct PanelQK {
         for (int i = 0; i < 8; ++i) std::memcpy(out + kHi + (i * R + r) * 4, b.qh + 4 * i, 4);
     }
   }
-  // Rows r0 .. r0 + rows − 1 (r0 a multiple of 8) of the super-block at p into bf16 at
-  // o (row r at o + r·ldo): the values dequantize_k_scale_min computes, d·sc·q − dmin·m
-  // (d·sc·q and dmin·m are exact in fp32, so a contracted multiply-add rounds the same),
-  // rounded. 8 rows' values of 8 consecutive elements at a time, transposed 8 × 8.
-  static void unpack8(const uint8_t* p, int r0, uint16_t* o, int64_t ldo, int rows) {
+  // Rows r0 .. r0 + 7 (r0 a multiple of 8) of the super-block at p, whose first element
+  // is e0, into sink (dot_x86.hpp's sinks): the values dequantize_k_scale_min computes,
+  // d·sc·q − dmin·m (d·sc·q and dmin·m are exact in fp32, so a contracted multiply-add
+  // rounds the same), 8 rows' values of 8 consecutive elements at a time.
+  template <class Sink>
+  static void unpack8(const uint8_t* p, int r0, int64_t e0, Sink&& sink) {
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kD + 2 * r0)));
     const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kDmin + 2 * r0)));
     const auto u8s = [&](int at) {  // 8 rows' bytes at p + at as floats
@@ -301,10 +302,7 @@ struct PanelQK {
               v[h][4 * ii + t] = _mm256_sub_ps(_mm256_mul_ps(D[h], _mm256_cvtepi32_ps(q)), Mn[h]);
             }
         }
-        for (int h = 0; h < 2; ++h) {
-          transpose8(v[h]);
-          for (int r = 0; r < rows; ++r) store_bf16x8(o + r * ldo + 32 * (2 * c + h) + 4 * i, v[h][r]);
-        }
+        for (int h = 0; h < 2; ++h) sink(v[h], e0 + 32 * (2 * c + h) + 4 * i);
       }
     }
   }
@@ -469,10 +467,11 @@ struct PanelQ6K {
     }
   }
 
-  // Rows r0 .. r0 + rows − 1 (r0 a multiple of 8) of the super-block at p into bf16 at
-  // o: the values dequantize_q6_k computes, d·sc·(q − 32) (exact in fp32), rounded; 8
-  // rows' values of 8 consecutive elements at a time, transposed 8 × 8.
-  static void unpack8(const uint8_t* p, int r0, uint16_t* o, int64_t ldo, int rows) {
+  // Rows r0 .. r0 + 7 (r0 a multiple of 8) of the super-block at p, whose first element
+  // is e0, into sink: the values dequantize_q6_k computes, d·sc·(q − 32) (exact in
+  // fp32); 8 rows' values of 8 consecutive elements at a time.
+  template <class Sink>
+  static void unpack8(const uint8_t* p, int r0, int64_t e0, Sink&& sink) {
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kD + 2 * r0)));
     const __m256i nib = _mm256_set1_epi32(0xF), two = _mm256_set1_epi32(3), off = _mm256_set1_epi32(32);
     for (int j = 0; j < 8; ++j) {  // block j: sub-blocks of 16 2j and 2j + 1
@@ -492,8 +491,7 @@ struct PanelQ6K {
             v[4 * ii + t] = _mm256_mul_ps(D[i / 4], _mm256_cvtepi32_ps(q));
           }
         }
-        transpose8(v);
-        for (int r = 0; r < rows; ++r) store_bf16x8(o + r * ldo + 32 * j + 4 * i, v[r]);
+        sink(v, e0 + 32 * j + 4 * i);
       }
     }
   }
@@ -734,18 +732,27 @@ struct PanelKLinear {
     };
     prepare_then_share(rows, nt, prepare, share);
   }
-  // Rows [n0, n1) of the panels into bf16 rows ldo apart, 8 rows and a super-block at a time.
+  // Rows n .. n + 7 (n a multiple of 8; past N the panels' zero padding) into sink, a
+  // super-block at a time.
+  template <class Sink>
+  static void dequant8(const PackedWeights& w, int64_t n, Sink&& sink) {
+    const uint8_t* panel = static_cast<const uint8_t*>(w.data) + size_t(n / kRows) * panel_bytes(w);
+    for (int64_t sb = 0; sb < w.K / kQKK; ++sb) P::unpack8(panel + size_t(sb) * P::kBytes, int(n % kRows), sb * kQKK, sink);
+  }
+  // Rows [n0, n1) of the panels into bf16 rows ldo apart.
   static void dequant_bf16(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* out, int64_t ldo) {
-    const int64_t nsb = w.K / kQKK;
-    for (int64_t n = n0; n < n1; n += 8) {
-      const uint8_t* panel = static_cast<const uint8_t*>(w.data) + size_t(n / kRows) * panel_bytes(w);
-      const int rows = int(std::min<int64_t>(8, n1 - n));
-      for (int64_t sb = 0; sb < nsb; ++sb)
-        P::unpack8(panel + size_t(sb) * P::kBytes, int(n % kRows), out + (n - n0) * ldo + sb * kQKK, ldo, rows);
+    for (int64_t n = n0; n < n1; n += 8)
+      dequant8(w, n, Bf16RowsSink{out + (n - n0) * ldo, ldo, int(std::min<int64_t>(8, n1 - n))});
+  }
+  // Rows [n0, n1) (n0 a multiple of 32, n1 − n0 ≤ 32) as one AMX panel.
+  static void dequant_amx(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* panel) {
+    for (int q = 0; q < 4; ++q) {
+      if (n0 + 8 * q < n1) dequant8(w, n0 + 8 * q, AmxPanelSink{panel, q});
+      else zero_amx_group(panel, w.K, q);
     }
   }
   static constexpr LinearKernelImpl impl(const char* name) {
-    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kRows, dequant_bf16};
+    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kRows, dequant_bf16, dequant_amx};
   }
 };
 

@@ -77,5 +77,63 @@ TEST(DequantRows, PanelsDequantizeToTheStoredRowsValues) {
   if (!checked) GTEST_SKIP() << "no registry line with dequant_rows runs on this CPU";
 }
 
+// LinearKernelImpl::dequant_amx, where a line has it: the panel it writes equals, bit for
+// bit, the stored rows' dequantize() rounded by f32_to_bf16 and laid out as the AMX pack
+// lays 32 rows out (gemm_bf16_amx.hpp: panel[((s·2 + c)·16 + t)·32 + 2n + e] = row
+// 16c + n's element 32s + 2t + e) — written here from that formula, not by the pack — for
+// whole panels, a last one of 29 rows (part of an 8-row group, past it the panels'
+// padding), and of 20 rows (an 8-row group past N, zeroed). Columns past N hold ±0
+// (their products are never stored); every element of the panel is written.
+TEST(DequantRows, AmxPanelsHoldTheStoredRowsValuesInTheTileLayout) {
+  int checked = 0;
+  for (const LinearKernel& lk : linear_kernels()) {
+    if (!lk.impl->dequant_amx || !may_use(lk.isa)) continue;
+    const quant::TypeInfo* ti = quant::type_info(wtype_of(lk.type));
+    ASSERT_NE(ti, nullptr) << lk.symbol;
+    for (int K : {ti->block < 32 ? 32 : ti->block, 8 * ti->block})
+      for (int N : {64, 61, 52}) {
+        std::mt19937 g(uint32_t(K * 17 + N));
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        const size_t rb = quant::row_bytes(*ti, K);
+        std::vector<uint8_t> stored(rb * N);
+        std::vector<float> row(K);
+        for (int n = 0; n < N; ++n) {
+          for (float& v : row) v = nd(g);
+          ti->quantize(row.data(), stored.data() + rb * n, K);
+        }
+        PackedWeights w;
+        w.type = lk.type, w.data = stored.data(), w.K = w.Kp = K, w.N = N;
+        w.KB = ti->block, w.NB = 1, w.row_bytes = int64_t(rb);
+        if (!lk.impl->supports(w)) continue;
+        std::vector<uint8_t> copy(lk.impl->repacked_bytes(w) + 64);
+        for (int64_t n0 = 0; n0 < N; n0 += lk.impl->repack_rows)
+          lk.impl->repack(w, n0, std::min<int64_t>(N, n0 + lk.impl->repack_rows), copy.data());
+        PackedWeights pw = w;
+        pw.data = copy.data();
+        pw.repacked = true;
+        for (int64_t n0 = 0; n0 < N; n0 += 32) {
+          const int64_t n1 = std::min<int64_t>(N, n0 + 32);
+          std::vector<uint16_t> panel(size_t(32) * K, 0x7FC1);  // a NaN where nothing was written
+          lk.impl->dequant_amx(pw, n0, n1, panel.data());
+          for (int c = 0; c < 32; ++c) {
+            const int64_t n = n0 + c;
+            if (n < N) ti->dequantize(stored.data() + rb * n, row.data(), K);
+            for (int k = 0; k < K; ++k) {
+              const uint16_t got = panel[((k / 32 * 2 + c / 16) * 16 + k % 32 / 2) * 32 + 2 * (c % 16) + k % 2];
+              if (n < N)
+                ASSERT_EQ(got, f32_to_bf16(row[k])) << lk.symbol << " K " << K << " N " << N << " row " << n
+                                                    << " element " << k << " (" << row[k] << ")";
+              else
+                ASSERT_TRUE(got == 0 || got == 0x8000) << lk.symbol << " K " << K << " N " << N << ": column " << c
+                                                       << " past the last row holds " << got;
+            }
+          }
+        }
+        ++checked;
+      }
+  }
+  if (!checked) GTEST_SKIP() << "no registry line with dequant_amx runs on this CPU";
+}
+
 }  // namespace
 }  // namespace headwise::kernels
