@@ -63,8 +63,10 @@ void amx_gemm_panels_bf16(const uint16_t* x, int64_t ldx, int M, int64_t K, cons
 // shapes and operands as above, the two matrices' panels for the same columns one after
 // the other over each 32-row block. Their accumulators go to two 32 × 32 blocks on the
 // stack, from which `combine` (the plan's element-wise swiglu: the very function the
-// unfused op runs, so the results are identical) writes y's rows — the gate and up
-// products never reach memory, and the separate op's read of both and its write go.
+// unfused op runs, so the results are identical) writes y's rows one 16-value vector at
+// a time between the next pair's tile products (formed right after their own products,
+// the tile unit idled meanwhile and the pair ran no faster than the ops apart) — the gate
+// and up products never reach memory, and the separate op's read of both and its write go.
 using AmxCombine = SwigluRowsFn;  // (elementwise.hpp)
 void amx_gemm_panels_gated_bf16(const uint16_t* x, int64_t ldx, int M, int64_t K, const uint16_t* gate_panels,
                                 const uint16_t* up_panels, int cols, const float* gate_bias, const float* up_bias,
