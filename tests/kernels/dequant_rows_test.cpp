@@ -27,6 +27,36 @@ quant::WType wtype_of(WeightType t) {
   }
 }
 
+// N seeded rows of K values quantized as `ti` (stored), and the line's repacked copy of
+// them (w: as stored, pw: the copy). False when the line does not support the shape.
+struct Repacked {
+  std::vector<uint8_t> stored, copy;
+  size_t rb = 0;
+  PackedWeights w, pw;
+};
+bool repacked(const LinearKernel& lk, const quant::TypeInfo& ti, int K, int N, uint32_t seed, Repacked* r) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  r->rb = quant::row_bytes(ti, K);
+  r->stored.resize(r->rb * N);
+  std::vector<float> row(K);
+  for (int n = 0; n < N; ++n) {
+    for (float& v : row) v = nd(g);
+    ti.quantize(row.data(), r->stored.data() + r->rb * n, K);
+  }
+  PackedWeights& w = r->w;
+  w.type = lk.type, w.data = r->stored.data(), w.K = w.Kp = K, w.N = N;
+  w.KB = ti.block, w.NB = 1, w.row_bytes = int64_t(r->rb);
+  if (!lk.impl->supports(w)) return false;
+  r->copy.assign(lk.impl->repacked_bytes(w) + 64, 0);
+  for (int64_t n0 = 0; n0 < N; n0 += lk.impl->repack_rows)
+    lk.impl->repack(w, n0, std::min<int64_t>(N, n0 + lk.impl->repack_rows), r->copy.data());
+  r->pw = w;
+  r->pw.data = r->copy.data();
+  r->pw.repacked = true;
+  return true;
+}
+
 TEST(DequantRows, PanelsDequantizeToTheStoredRowsValues) {
   int checked = 0;
   for (const LinearKernel& lk : linear_kernels()) {
@@ -35,25 +65,12 @@ TEST(DequantRows, PanelsDequantizeToTheStoredRowsValues) {
     ASSERT_NE(ti, nullptr) << lk.symbol;
     for (int K : {ti->block, 7 * ti->block}) {
       for (int N : {5, 8, 29}) {
-        std::mt19937 g(uint32_t(K * 31 + N));
-        std::normal_distribution<float> nd(0.0f, 1.0f);
-        const size_t rb = quant::row_bytes(*ti, K);
-        std::vector<uint8_t> stored(rb * N);
+        Repacked r;
+        if (!repacked(lk, *ti, K, N, uint32_t(K * 31 + N), &r)) continue;
+        const std::vector<uint8_t>& stored = r.stored;
+        const size_t rb = r.rb;
+        const PackedWeights& pw = r.pw;
         std::vector<float> row(K);
-        for (int n = 0; n < N; ++n) {
-          for (float& v : row) v = nd(g);
-          ti->quantize(row.data(), stored.data() + rb * n, K);
-        }
-        PackedWeights w;
-        w.type = lk.type, w.data = stored.data(), w.K = w.Kp = K, w.N = N;
-        w.KB = ti->block, w.NB = 1, w.row_bytes = int64_t(rb);
-        if (!lk.impl->supports(w)) continue;
-        std::vector<uint8_t> copy(lk.impl->repacked_bytes(w) + 64);
-        for (int64_t n0 = 0; n0 < N; n0 += lk.impl->repack_rows)
-          lk.impl->repack(w, n0, std::min<int64_t>(N, n0 + lk.impl->repack_rows), copy.data());
-        PackedWeights pw = w;
-        pw.data = copy.data();
-        pw.repacked = true;
         const int64_t ldo = K + 3, R = lk.impl->repack_rows;
         for (auto [n0, n1] : {std::pair<int64_t, int64_t>{0, N}, {0, std::min<int64_t>(R, N)}, {R, N}}) {
           if (n0 >= n1) continue;
@@ -92,25 +109,12 @@ TEST(DequantRows, AmxPanelsHoldTheStoredRowsValuesInTheTileLayout) {
     ASSERT_NE(ti, nullptr) << lk.symbol;
     for (int K : {ti->block < 32 ? 32 : ti->block, 8 * ti->block})
       for (int N : {64, 61, 52}) {
-        std::mt19937 g(uint32_t(K * 17 + N));
-        std::normal_distribution<float> nd(0.0f, 1.0f);
-        const size_t rb = quant::row_bytes(*ti, K);
-        std::vector<uint8_t> stored(rb * N);
+        Repacked r;
+        if (!repacked(lk, *ti, K, N, uint32_t(K * 17 + N), &r)) continue;
+        const std::vector<uint8_t>& stored = r.stored;
+        const size_t rb = r.rb;
+        const PackedWeights& pw = r.pw;
         std::vector<float> row(K);
-        for (int n = 0; n < N; ++n) {
-          for (float& v : row) v = nd(g);
-          ti->quantize(row.data(), stored.data() + rb * n, K);
-        }
-        PackedWeights w;
-        w.type = lk.type, w.data = stored.data(), w.K = w.Kp = K, w.N = N;
-        w.KB = ti->block, w.NB = 1, w.row_bytes = int64_t(rb);
-        if (!lk.impl->supports(w)) continue;
-        std::vector<uint8_t> copy(lk.impl->repacked_bytes(w) + 64);
-        for (int64_t n0 = 0; n0 < N; n0 += lk.impl->repack_rows)
-          lk.impl->repack(w, n0, std::min<int64_t>(N, n0 + lk.impl->repack_rows), copy.data());
-        PackedWeights pw = w;
-        pw.data = copy.data();
-        pw.repacked = true;
         for (int64_t n0 = 0; n0 < N; n0 += 32) {
           const int64_t n1 = std::min<int64_t>(N, n0 + 32);
           std::vector<uint16_t> panel(size_t(32) * K, 0x7FC1);  // a NaN where nothing was written
