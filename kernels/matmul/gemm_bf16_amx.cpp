@@ -175,9 +175,12 @@ inline void panel_block(const uint16_t* x0, int64_t ldx, int64_t steps, const ui
 }
 
 // A panel's bias as the tile row its accumulators start from (zeros past `live`), or
-// null without one.
+// null without one. b is refilled for every block: the fences keep these stores after
+// the last block's tile loads of it and before this block's (tile loads are asm without
+// a memory operand, which the compiler could otherwise move stores across).
 inline const float* bias_row(const float* bias, int n0, int live, float* b) {
   if (!bias) return nullptr;
+  amx_fence();
   std::memset(b, 0, kAmxPanelCols * sizeof(float));
   std::memcpy(b, bias + n0, size_t(live) * sizeof(float));
   amx_fence();
