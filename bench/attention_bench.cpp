@@ -1,7 +1,9 @@
 // attention_bench — headwise::attention() on the five shapes and four GQA decode
-// shapes (f16, bf16 and fp32 caches) and two prefills over a 16-bit cache, once per ISA
-// this CPU has (the latter also "avx512_amx" where the CPU has AMX), at the thread count
-// of HEADWISE_THREADS (default: omp_get_max_threads()).
+// shapes (f16, bf16 and fp32 caches) and three prefills over a 16-bit cache, once per ISA
+// this CPU has (the latter also "avx512_amx" where the CPU has AMX, and
+// "avx512_amx_unpacked": the amx lines with K and V converted per query tile, not packed
+// once per call), at the thread count of HEADWISE_THREADS (default:
+// omp_get_max_threads()).
 //
 // Counters (rates use wall time: UseRealTime):
 //   flops     achieved FLOP/s (printed as e.g. "512G/s" = 512 GFLOP/s)
@@ -72,9 +74,10 @@ const Shape kShapes[] = {
     {"G3", 1, 1, 2048, 32, 8, 64, true, headwise::KvType::bf16},
     {"G4", 1, 1, 2048, 32, 8, 64, true, headwise::KvType::f32},
     // Prefill over a 16-bit cache (the amx lines' case): llama-134m's layer (12 × 64) and
-    // llama-1b-like's (32 over 8 × 64) at 2048 tokens.
+    // llama-1b-like's (32 over 8 × 64) at 2048 tokens, and llama-134m's at 512.
     {"P1", 1, 2048, 2048, 12, 12, 64, true, headwise::KvType::f16},
     {"P2", 1, 2048, 2048, 32, 8, 64, true, headwise::KvType::bf16},
+    {"P3", 1, 512, 512, 12, 12, 64, true, headwise::KvType::f16},
 };
 
 using headwise::tools::random_tensor;
@@ -130,11 +133,15 @@ Tensors& tensors_for(const Shape& s) {
 int g_threads = 1;
 headwise::MachinePeak g_peak;
 
-void run_shape(benchmark::State& state, const Shape& s, Isa isa, bool amx) {
+void run_shape(benchmark::State& state, const Shape& s, Isa isa, bool amx, bool pack) {
   // avx512 runs twice where the CPU has AMX: its amx lines (attention.inc) and without.
   if (isa == Isa::avx512) headwise::kernels::set_amx_override(amx);
+  headwise::kernels::set_attn_pack_override(pack);
   struct ClearAmx {
-    ~ClearAmx() { headwise::kernels::clear_amx_override(); }
+    ~ClearAmx() {
+      headwise::kernels::clear_amx_override();
+      headwise::kernels::set_attn_pack_override(true);
+    }
   } clear_amx;
   if (!headwise::kernels::set_isa_override(isa)) {
     state.SkipWithError("this CPU lacks the ISA");
@@ -186,7 +193,7 @@ void run_shape(benchmark::State& state, const Shape& s, Isa isa, bool amx) {
     const double bw = g_peak.read_gbs(g_threads) * 1e9;
     if (bw > 0 && wall > 0) state.counters["pct_bw"] = 100.0 * s.kv_bytes() * iters / wall / bw;
   }
-  state.SetLabel(std::string(headwise::kernels::isa_name(isa)) + (amx ? " + amx" : "") + ", " +
+  state.SetLabel(std::string(headwise::kernels::isa_name(isa)) + (amx ? " + amx" : "") + (pack ? "" : " unpacked") + ", " +
                  std::to_string(g_threads) + " threads");
 }
 
@@ -217,11 +224,14 @@ int main(int argc, char** argv) {
         if (amx && (isa != Isa::avx512 || !headwise::kernels::amx_detected() || s.decode() ||
                     s.kv_type == headwise::KvType::f32))
           continue;
-        const std::string name = s.name() + "/" + headwise::kernels::isa_name(isa) + (amx ? "_amx" : "");
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [&s, isa, amx](benchmark::State& st) { run_shape(st, s, isa, amx); })
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+        for (bool pack : {true, false}) {
+          if (!pack && !amx) continue;
+          const std::string name =
+              s.name() + "/" + headwise::kernels::isa_name(isa) + (amx ? "_amx" : "") + (pack ? "" : "_unpacked");
+          benchmark::RegisterBenchmark(name.c_str(), [&s, isa, amx, pack](benchmark::State& st) {
+            run_shape(st, s, isa, amx, pack);
+          })->UseRealTime()->Unit(benchmark::kMillisecond);
+        }
       }
     }
 

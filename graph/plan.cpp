@@ -60,7 +60,8 @@ std::string Plan::describe(int rows, int threads) const {
     << "\n";
   o << "  attention kernel " << attn->name << " (q_tile " << attn->q_tile << ", kv_tile "
     << attn->kv_tile << "), decode path when q_len·4 <= q_tile; 16-bit KV caches: "
-    << attn_kv[1]->name << ", " << attn_kv[2]->name << "\n";
+    << attn_kv[1]->name << ", " << attn_kv[2]->name
+    << (attn_kv[1]->pack ? " (their prefill packs K/V once for all query tiles)" : "") << "\n";
   o << "  scratch per session: projections " << linear_scratch_bytes(rows, nt) << " B for " << rows
     << " rows, 1 row " << linear_scratch_bytes(1, nt) << " B\n";
   int runs = 0, members = 0;

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
 
@@ -10,16 +11,22 @@
 
 namespace headwise::kernels {
 
+// An amx line packs K and V with <prefill>_pack (attn_fwd_amx.cpp); a vec line has none.
+#define HW_ATTN_PACK_DECL_vec(prefill)
+#define HW_ATTN_PACK_DECL_amx(prefill) void prefill##_pack(const AttnProblem&, int, int, int, uint16_t*);
+#define HW_ATTN_PACK_vec(prefill) nullptr
+#define HW_ATTN_PACK_amx(prefill) prefill##_pack
 #define HW_ATTN_KERNEL(isa, unit, kv, prefill, decode, qt, kt)                          \
-  void prefill(const AttnProblem&, int, int, int, float*);                             \
-  void decode(const AttnProblem&, int, int, int, float*, float*);
+  void prefill(const AttnProblem&, int, int, int, float*, const AttnPackedKv*);        \
+  void decode(const AttnProblem&, int, int, int, float*, float*);                      \
+  HW_ATTN_PACK_DECL_##unit(prefill)
 #include "kernels/attention/attention.inc"
 #undef HW_ATTN_KERNEL
 
 namespace {
 const AttnKernel kTable[] = {
 #define HW_ATTN_KERNEL(isa, unit, kv, prefill, decode, qt, kt) \
-  {Isa::isa, AttnUnit::unit, KvType::kv, #prefill, prefill, decode, qt, kt},
+  {Isa::isa, AttnUnit::unit, KvType::kv, #prefill, prefill, decode, HW_ATTN_PACK_##unit(prefill), qt, kt},
 #include "kernels/attention/attention.inc"
 #undef HW_ATTN_KERNEL
 };
@@ -44,7 +51,17 @@ constexpr int kMinChunkKeys = 64;
 constexpr int kChunkGrain = 16;
 // Upper bound on chunks per (batch, kv head), so the merge keeps its weights on the stack.
 constexpr int kMaxChunks = 64;
+
+// At most this much packed K/V per call (AttnPackedKv), over every (sequence, kv head):
+// 8192 keys of 8 f16 kv heads × 128 (Llama-3-8B's), twice what the layer's cache holds
+// for them (bf16 hi and lo). Keys past it are converted per query tile, as without.
+constexpr size_t kMaxPackedBytes = size_t(64) << 20;
+
+// -1: pack where the plan finds it pays; 0: never (set_attn_pack_override).
+std::atomic<int> g_pack_override{-1};
 }  // namespace
+
+void set_attn_pack_override(bool on) { g_pack_override.store(on ? -1 : 0, std::memory_order_relaxed); }
 
 KernelList<AttnKernel> attn_kernels() { return kernel_list(kTable); }
 
@@ -72,6 +89,17 @@ AttnPlan plan_attention(const AttnKernel& k, const AttnProblem& p, int threads,
     plan.scratch_floats = apart(k.unit == AttnUnit::amx
                                     ? amx_prefill_scratch_floats(k.q_tile, k.kv_tile, p.head_dim)
                                     : prefill_scratch_floats(k.q_tile, k.kv_tile, p.head_dim, k.kv_type));
+    // Pack K and V once where more than one query tile reads each key tile (the query
+    // tiles of a head, and the heads of a GQA group); one reader gains nothing.
+    const int readers = ceil_div(p.q_len, k.q_tile) * p.group();
+    if (k.pack && readers > 1 && g_pack_override.load(std::memory_order_relaxed) != 0) {
+      const size_t tile = amx_packed_tile_floats(k.kv_tile, p.head_dim, k.kv_type);
+      const size_t heads = size_t(p.batch) * p.kv_heads;
+      const size_t cap = kMaxPackedBytes / sizeof(float) / (tile * heads);
+      const int tiles = int(std::min<size_t>(ceil_div(p.kv_len, k.kv_tile), cap));
+      plan.packed_keys = tiles * k.kv_tile;
+      plan.packed_floats = tiles > 0 ? apart(tiles * heads * tile) : 0;
+    }
     return plan;
   }
   plan.path = AttnPath::decode;
@@ -97,16 +125,36 @@ void run_prefill(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan
   const int nqb = ceil_div(p.q_len, k.q_tile);
   const int bh = p.batch * p.q_heads;
   const int tasks = bh * nqb;
-  // Causal tiles further down the sequence see more keys: hand them out first, so the
-  // dynamic schedule ends with the cheap tiles and threads finish together.
+  uint16_t* pdata = reinterpret_cast<uint16_t*>(ws + plan.scratch_floats * plan.threads + plan.partial_floats);
+  AttnPackedKv packed;
+  if (plan.packed_keys > 0) {
+    packed.data = pdata;
+    packed.keys = plan.packed_keys;
+    packed.tile_keys = k.kv_tile;
+    packed.kv_heads = p.kv_heads;
+    packed.tile_u16 = 2 * amx_packed_tile_floats(k.kv_tile, p.head_dim, k.kv_type);
+  }
+  const int ptiles = plan.packed_keys / k.kv_tile;
+  const int ptasks = p.batch * p.kv_heads * ptiles;
 #pragma omp parallel num_threads(plan.threads)
   {
     float* scratch = ws + plan.scratch_floats * omp_get_thread_num();
+    if (ptasks > 0) {
+      // (The loop's implicit barrier: every tile is packed before a query tile reads it.)
+#pragma omp for schedule(static)
+      for (int i = 0; i < ptasks; ++i) {
+        const int b = i / (p.kv_heads * ptiles), hk = i / ptiles % p.kv_heads, t = i % ptiles;
+        if (t * k.kv_tile < p.kv_end(b))  // (a padded sequence's missing keys: never read)
+          k.pack(p, b, hk, t * k.kv_tile, pdata + packed.offset(b, hk, t));
+      }
+    }
+    // Causal tiles further down the sequence see more keys: hand them out first, so the
+    // dynamic schedule ends with the cheap tiles and threads finish together.
 #pragma omp for schedule(dynamic, 1)
     for (int t = 0; t < tasks; ++t) {
       const int qb = p.causal ? nqb - 1 - t / bh : t / bh;
       const int b = (t % bh) / p.q_heads, h = (t % bh) % p.q_heads;
-      k.prefill(p, b, h, qb * k.q_tile, scratch);
+      k.prefill(p, b, h, qb * k.q_tile, scratch, packed.keys > 0 ? &packed : nullptr);
     }
   }
 }

@@ -98,6 +98,8 @@ struct AttnProblem {
   // Causal: query i of a sequence sits at key position kv_len − q_len + i and sees keys
   // at positions ≤ that (prefill when q_len == kv_len; decode / chunked prefill when less).
   int causal_offset() const { return kv_len - q_len; }
+  // Keys sequence b has: kv_len, or fewer where kv_valid says so.
+  int kv_end(int b) const { return kv_valid && kv_valid[b] < kv_len ? kv_valid[b] : kv_len; }
   int group() const { return q_heads / kv_heads; }  // query heads per kv head (GQA/MQA)
 };
 
@@ -115,10 +117,33 @@ inline double attention_flops(int batch, int q_heads, int head_dim, int q_len, i
 }
 
 // ---- the kernel table -------------------------------------------------------------
+// K and V converted once per call, before any query tile, by a line that packs them
+// (AttnKernel::pack): every query tile of every query head of a kv head reads the same
+// key tiles, so the amx lines' conversion to bf16 tiles (a third of their time when each
+// query tile converted its own) is paid once. Key tile t (keys t·kv_tile ..) of
+// sequence b, kv head hk lies at tile(b, hk, t), for the keys below `keys`.
+struct AttnPackedKv {
+  const uint16_t* data = nullptr;
+  int keys = 0;         // whole key tiles, from key 0
+  int tile_keys = 1;    // the line's kv_tile
+  int kv_heads = 0;
+  size_t tile_u16 = 0;  // elements of one key tile (amx_packed_tile_floats() · 2)
+  size_t offset(int b, int hk, int t) const {  // elements from data
+    return ((size_t(b) * kv_heads + hk) * size_t(keys / tile_keys) + t) * tile_u16;
+  }
+  const uint16_t* tile(int b, int hk, int t) const { return data + offset(b, hk, t); }
+};
+
 // A prefill kernel computes one query tile (rows q0 .. q0+q_tile−1, clipped to q_len)
 // of one query head, over all of its keys, into p.o. `scratch` holds
 // prefill_scratch_floats() floats, 64-byte aligned, owned by the calling thread.
-using AttnPrefillFn = void (*)(const AttnProblem& p, int b, int hq, int q0, float* scratch);
+// `packed`: the call's packed K and V where its line packs them, else null (the vector
+// lines never read it).
+using AttnPrefillFn = void (*)(const AttnProblem& p, int b, int hq, int q0, float* scratch,
+                               const AttnPackedKv* packed);
+// A line's packing of one key tile (keys k0 .. k0 + kv_tile − 1 of sequence b, kv head
+// hk, those that exist) into `tile`, amx_packed_tile_floats() floats.
+using AttnPackFn = void (*)(const AttnProblem& p, int b, int hk, int k0, uint16_t* tile);
 
 // A decode kernel computes, for every query row of sequence b (row r = t·q_heads + h
 // for query position t and head h), the partial softmax state over keys [k0, k1):
@@ -138,6 +163,7 @@ struct AttnKernel {
   const char* name;
   AttnPrefillFn prefill;
   AttnDecodeFn decode;
+  AttnPackFn pack;  // amx lines: K and V once per call (AttnPackedKv); null: none
   int q_tile;   // query rows per prefill task
   int kv_tile;  // keys per inner tile (prefill) and per score block (decode)
 };
@@ -183,25 +209,39 @@ inline size_t amx_prefill_scratch_floats(int q_tile, int kv_tile, int head_dim) 
   const size_t qt = q_tile, kt = kv_tile;
   return 2 * d32 * qt + 2 * kt * qt + 2 * qt + 2 * kt * d32;
 }
+// One packed key tile of an amx line (AttnPackedKv): K's and Vᵀ's A tiles as its scratch
+// holds them (Ka, Va), hi and lo parts — hi alone for a bf16 cache, whose values are bf16.
+inline size_t amx_packed_tile_floats(int kv_tile, int head_dim, KvType kv_type) {
+  const size_t d32 = (head_dim + 31) / 32 * 32, parts = kv_type == KvType::bf16 ? 1 : 2;
+  return parts * kv_tile * d32;
+}
 inline size_t decode_scratch_floats(int kv_tile, int rows, int head_dim) {
   return size_t(rows) * (decode_row_floats(head_dim) + kv_tile);
 }
 
 // ---- the driver --------------------------------------------------------------------
 // Plans the work split for `threads` OpenMP threads (prefill: batch × heads × query
-// tiles, heaviest causal tiles first; decode: batch × key chunks, every head of a
-// sequence in one task, then a merge of the chunks' partial states).
+// tiles, heaviest causal tiles first, after the packing of K and V where the line packs
+// them and more than one query tile reads each key tile; decode: batch × key chunks,
+// every head of a sequence in one task, then a merge of the chunks' partial states).
 struct AttnPlan {
   AttnPath path = AttnPath::prefill;
   int threads = 1;
   int kv_chunks = 1;            // decode: key chunks per sequence
   size_t scratch_floats = 0;    // per thread, with 4 KiB between threads (attention.cpp)
   size_t partial_floats = 0;    // decode partial states, all chunks
-  size_t workspace_floats() const { return scratch_floats * threads + partial_floats; }
+  int packed_keys = 0;          // prefill: keys packed once per call (AttnPackedKv), 0: none
+  size_t packed_floats = 0;     // their tiles, every (sequence, kv head)
+  size_t workspace_floats() const { return scratch_floats * threads + partial_floats + packed_floats; }
 };
 
 AttnPlan plan_attention(const AttnKernel& k, const AttnProblem& p, int threads,
                         AttnPath force = AttnPath::automatic);
+
+// Tests and benchmarks: false plans no packing (every query tile converts its own key
+// tiles, as a line without pack does); true restores the default. Applies to plans built
+// afterwards; results are the same either way (tests/kernels/attention_pack_test.cpp).
+void set_attn_pack_override(bool on);
 
 // Runs the plan. `workspace` holds plan.workspace_floats() floats, 64-byte aligned.
 void run_attention(const AttnKernel& k, const AttnProblem& p, const AttnPlan& plan,

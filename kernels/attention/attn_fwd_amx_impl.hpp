@@ -135,6 +135,7 @@ struct AttnFwdAmx {
   static constexpr int NC = QT / 16;  // 16-query columns
   static constexpr bool kLo = !std::is_same_v<E, KvBf16>;  // K and V have a lo part
   static constexpr int kTile = 512;  // bf16 elements per tile (16 rows × 32)
+  static constexpr int kParts = kLo ? 2 : 1;  // hi (and lo) parts of a packed K or V tile
 
   // One step of a 2 × 2 block of accumulators: tmm0 = (a0, b0), tmm1 = (a0, b1),
   // tmm2 = (a1, b0), tmm3 = (a1, b1). Each loaded tile feeds two products and the four
@@ -181,7 +182,83 @@ struct AttnFwdAmx {
     _tile_loadd(3, c0 + 16 * row_floats + 16, sb);
   }
 
-  static void run(const AttnProblem& p, int b, int hq, int q0, float* scratch) {
+  // One key tile's A tiles, as run() reads them. K at Ka: tile (hl, kb, s) — part hl
+  // (0 hi, 1 lo), keys kb·16 .., features s·32 ... Vᵀ at Va: tile (hl, db, ks) — features
+  // db·16 .., keys ks·32 ... Each part of either is KT × D32 elements.
+  template <class U>  // uint16_t or const uint16_t
+  static U* ka(U* Ka, int hl, int kb, int s, int NS) {
+    return Ka + ((size_t(hl) * (KT / 16) + kb) * NS + s) * kTile;
+  }
+  template <class U>
+  static U* va(U* Va, int hl, int db, int ks, int NDB) {
+    return Va + ((size_t(hl) * NDB + db) * (KT / 32) + ks) * kTile;
+  }
+
+  // Keys k0 .. k0 + nk − 1 of (b, hk) converted into those tiles, zeros past nk up to
+  // the whole 32-key steps that cover it (the products read no further).
+  static void convert_kv(const AttnProblem& p, int b, int hk, int k0, int nk, uint16_t* Ka, uint16_t* Va) {
+    const int D = p.head_dim;
+    const int NS = (D + 31) / 32, NDB = NS * 2;
+    const int nks = (nk + 31) / 32, nkb = 2 * nks;
+    auto ka = [&](uint16_t* base, int hl, int kb, int s) { return AttnFwdAmx::ka(base, hl, kb, s, NS); };
+    auto va = [&](uint16_t* base, int hl, int db, int ks) { return AttnFwdAmx::va(base, hl, db, ks, NDB); };
+    // K as A tiles: tile (kb, s) row i holds features s·32 .. s·32 + 31 of key kb·16 + i.
+    for (int kb = 0; kb < nkb; ++kb)
+      for (int i = 0; i < 16; ++i) {
+        const int j = kb * 16 + i;
+        const T* row = j < nk ? p.k.at<T>(b, k0 + j, hk) : nullptr;
+        for (int s = 0; s < NS; ++s) {
+          __m512i hi = _mm512_setzero_si512(), lo = _mm512_setzero_si512();
+          if (row) {
+            if constexpr (!kLo) {
+              hi = _mm512_maskz_loadu_epi16(first_lanes32(D - s * 32), row + s * 32);
+            } else {
+              __m512 x0, x1;
+              load32<E>(row + s * 32, D - s * 32, &x0, &x1);
+              split_bf16(x0, x1, &hi, &lo);
+            }
+          }
+          _mm512_store_si512(ka(Ka, 0, kb, s) + i * 32, hi);
+          if constexpr (kLo) _mm512_store_si512(ka(Ka, 1, kb, s) + i * 32, lo);
+        }
+      }
+    // Vᵀ as A tiles: tile (db, ks) row d holds feature db·16 + d of keys ks·32 .. +31.
+    for (int ks = 0; ks < nks; ++ks)
+      for (int db = 0; db < NDB; ++db) {
+        __m512i half[2][16];
+        for (int h = 0; h < 2; ++h) {
+          for (int i = 0; i < 16; ++i) {
+            const int j = ks * 32 + h * 16 + i;
+            half[h][i] = j < nk && db * 16 < D
+                             ? _mm512_castps_si512(load16<E>(p.v.at<T>(b, k0 + j, hk) + db * 16, D - db * 16))
+                             : _mm512_setzero_si512();
+          }
+          transpose16x16(half[h]);
+        }
+        for (int d = 0; d < 16; ++d) {
+          const __m512 x0 = _mm512_castsi512_ps(half[0][d]), x1 = _mm512_castsi512_ps(half[1][d]);
+          if constexpr (!kLo) {
+            _mm512_store_si512(va(Va, 0, db, ks) + d * 32, (__m512i)_mm512_cvtne2ps_pbh(x1, x0));  // exact
+          } else {
+            __m512i hi, lo;
+            split_bf16(x0, x1, &hi, &lo);
+            _mm512_store_si512(va(Va, 0, db, ks) + d * 32, hi);
+            _mm512_store_si512(va(Va, 1, db, ks) + d * 32, lo);
+          }
+        }
+      }
+  }
+
+  // AttnKernel::pack: key tile k0 of (b, hk), every key of it that exists, into `tile`
+  // (amx_packed_tile_floats(): K's parts, then Vᵀ's). run() reads it in place of its own
+  // conversion wherever that conversion would be the same (the tile's keys all visible
+  // or its last keys the sequence's last), so results do not depend on packing.
+  static void pack(const AttnProblem& p, int b, int hk, int k0, uint16_t* tile) {
+    const size_t part = size_t(KT) * ((p.head_dim + 31) / 32 * 32);
+    convert_kv(p, b, hk, k0, std::min(KT, p.kv_end(b) - k0), tile, tile + kParts * part);
+  }
+
+  static void run(const AttnProblem& p, int b, int hq, int q0, float* scratch, const AttnPackedKv* packed) {
     const int D = p.head_dim;
     const int D32 = (D + 31) / 32 * 32;
     const int NS = D32 / 32, NDB = D32 / 16;  // 32-feature steps, 16-feature blocks
@@ -199,8 +276,10 @@ struct AttnFwdAmx {
     uint16_t* Va = Ka + size_t(2) * KT * D32;                   // [hl][db][ks] tiles
     uint16_t* Pb = Va + size_t(2) * D32 * KT;                   // [hl][ks][c] tiles
     auto qb = [&](int hl, int s) { return Qb + (size_t(hl) * NS + s) * NC * kTile; };
-    auto ka = [&](int hl, int kb, int s) { return Ka + ((size_t(hl) * (KT / 16) + kb) * NS + s) * kTile; };
-    auto va = [&](int hl, int db, int ks) { return Va + ((size_t(hl) * NDB + db) * (KT / 32) + ks) * kTile; };
+    // This key tile's K and Vᵀ tiles: converted into Ka/Va, or packed for the call.
+    const uint16_t *Kt = Ka, *Vt = Va;
+    auto ka = [&](int hl, int kb, int s) { return AttnFwdAmx::ka(Kt, hl, kb, s, NS); };
+    auto va = [&](int hl, int db, int ks) { return AttnFwdAmx::va(Vt, hl, db, ks, NDB); };
     auto pb = [&](int hl, int ks) { return Pb + (size_t(hl) * (KT / 32) + ks) * NC * kTile; };
 
     // Live 16-query columns, in whole pairs: a short last tile skips the rest (their Qb,
@@ -235,35 +314,26 @@ struct AttnFwdAmx {
     for (int r = 0; r < QT; ++r) m[r] = -INFINITY, l[r] = 0.0f;
 
     const int q_pos0 = p.causal_offset() + q0;
-    int kend = p.kv_valid ? std::min(p.kv_len, p.kv_valid[b]) : p.kv_len;
-    if (p.causal) kend = std::min(kend, q_pos0 + nq);
+    const int kseq = p.kv_end(b);
+    const int kend = p.causal ? std::min(kseq, q_pos0 + nq) : kseq;
+    const int kpacked = packed ? packed->keys : 0;
 
     amx_configure();
     for (int k0 = 0; k0 < kend; k0 += KT) {
       const int nk = std::min(KT, kend - k0);
       const int nks = (nk + 31) / 32, nkb = 2 * nks;  // whole 32-key steps
-      if (k0 + KT < kend) prefetch_kv_rows<T>(p, b, hk, k0 + KT, std::min(KT, kend - k0 - KT));
-
-      // K as A tiles: tile (kb, s) row i holds features s·32 .. s·32 + 31 of key kb·16 + i.
-      for (int kb = 0; kb < nkb; ++kb)
-        for (int i = 0; i < 16; ++i) {
-          const int j = kb * 16 + i;
-          const T* row = j < nk ? p.k.at<T>(b, k0 + j, hk) : nullptr;
-          for (int s = 0; s < NS; ++s) {
-            __m512i hi = _mm512_setzero_si512(), lo = _mm512_setzero_si512();
-            if (row) {
-              if constexpr (!kLo) {
-                hi = _mm512_maskz_loadu_epi16(first_lanes32(D - s * 32), row + s * 32);
-              } else {
-                __m512 x0, x1;
-                load32<E>(row + s * 32, D - s * 32, &x0, &x1);
-                split_bf16(x0, x1, &hi, &lo);
-              }
-            }
-            _mm512_store_si512(ka(0, kb, s) + i * 32, hi);
-            if constexpr (kLo) _mm512_store_si512(ka(1, kb, s) + i * 32, lo);
-          }
-        }
+      if (k0 + KT < kend && k0 + KT >= kpacked)
+        prefetch_kv_rows<T>(p, b, hk, k0 + KT, std::min(KT, kend - k0 - KT));
+      // The packed tile holds keys up to min(k0 + KT, kseq), the conversion keys up to
+      // k0 + nk (causal: this query tile's last) and zeros after: the same tiles where
+      // nk reaches either end, so packing changes no result, not even a zero's sign.
+      if (k0 < kpacked && nk == std::min(KT, kseq - k0)) {
+        Kt = packed->tile(b, hk, k0 / KT);
+        Vt = Kt + kParts * size_t(KT) * D32;
+      } else {
+        Kt = Ka, Vt = Va;
+        convert_kv(p, b, hk, k0, nk, Ka, Va);
+      }
       amx_fence();
 
       // Sᵀ = K · Qᵀ, 32 keys × 32 queries at a time.
@@ -333,32 +403,6 @@ struct AttnFwdAmx {
             _mm512_store_si512(pb(0, ks) + col * kTile + j * 32, _mm512_permutexvar_epi16(interleave, hi));
             _mm512_store_si512(pb(1, ks) + col * kTile + j * 32, _mm512_permutexvar_epi16(interleave, lo));
           }
-
-      // Vᵀ as A tiles: tile (db, ks) row d holds feature db·16 + d of keys ks·32 .. +31.
-      for (int ks = 0; ks < nks; ++ks)
-        for (int db = 0; db < NDB; ++db) {
-          __m512i half[2][16];
-          for (int h = 0; h < 2; ++h) {
-            for (int i = 0; i < 16; ++i) {
-              const int j = ks * 32 + h * 16 + i;
-              half[h][i] = j < nk && db * 16 < D
-                               ? _mm512_castps_si512(load16<E>(p.v.at<T>(b, k0 + j, hk) + db * 16, D - db * 16))
-                               : _mm512_setzero_si512();
-            }
-            transpose16x16(half[h]);
-          }
-          for (int d = 0; d < 16; ++d) {
-            const __m512 x0 = _mm512_castsi512_ps(half[0][d]), x1 = _mm512_castsi512_ps(half[1][d]);
-            if constexpr (!kLo) {
-              _mm512_store_si512(va(0, db, ks) + d * 32, (__m512i)_mm512_cvtne2ps_pbh(x1, x0));  // exact
-            } else {
-              __m512i hi, lo;
-              split_bf16(x0, x1, &hi, &lo);
-              _mm512_store_si512(va(0, db, ks) + d * 32, hi);
-              _mm512_store_si512(va(1, db, ks) + d * 32, lo);
-            }
-          }
-        }
 
       // Otᵀ = α ⊙ Otᵀ + Vᵀ · Pᵀ.
       for (int d = 0; d < D32; ++d)

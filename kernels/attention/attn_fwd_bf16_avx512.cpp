@@ -13,7 +13,7 @@ constexpr AttnTiles kTiles = attn_tiles(Isa::avx512, KvType::bf16);
 static_assert(kTiles.q_tile % S::W == 0 && kTiles.kv_tile > 0, "attention.inc tiles for avx512 bf16");
 }  // namespace
 
-void attn_fwd_bf16_q64k64__avx512(const AttnProblem& p, int b, int hq, int q0, float* s) {
+void attn_fwd_bf16_q64k64__avx512(const AttnProblem& p, int b, int hq, int q0, float* s, const AttnPackedKv*) {
   AttnFwd<S, KvBf16, kTiles.q_tile / S::W, kTiles.kv_tile, 6, 6>::run(p, b, hq, q0, s);
 }
 

@@ -13,7 +13,7 @@ constexpr AttnTiles kTiles = attn_tiles(Isa::avx2, KvType::f16);
 static_assert(kTiles.q_tile % S::W == 0 && kTiles.kv_tile > 0, "attention.inc tiles for avx2 f16");
 }  // namespace
 
-void attn_fwd_f16_q48k64__avx2(const AttnProblem& p, int b, int hq, int q0, float* s) {
+void attn_fwd_f16_q48k64__avx2(const AttnProblem& p, int b, int hq, int q0, float* s, const AttnPackedKv*) {
   AttnFwd<S, KvF16, kTiles.q_tile / S::W, kTiles.kv_tile, 4, 4, 3>::run(p, b, hq, q0, s);
 }
 

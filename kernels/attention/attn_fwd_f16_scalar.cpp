@@ -11,7 +11,7 @@ constexpr AttnTiles kTiles = attn_tiles(Isa::scalar, KvType::f16);
 static_assert(kTiles.q_tile % simd::Scalar::W == 0 && kTiles.kv_tile > 0, "attention.inc tiles for scalar f16");
 }  // namespace
 
-void attn_fwd_f16_q4k64__scalar(const AttnProblem& p, int b, int hq, int q0, float* s) {
+void attn_fwd_f16_q4k64__scalar(const AttnProblem& p, int b, int hq, int q0, float* s, const AttnPackedKv*) {
   AttnFwd<simd::Scalar, KvF16, kTiles.q_tile / simd::Scalar::W, kTiles.kv_tile, 4, 4>::run(p, b, hq, q0, s);
 }
 
