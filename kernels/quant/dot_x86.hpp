@@ -213,19 +213,38 @@ struct Bf16RowsSink {
 struct AmxPanelSink {
   uint16_t* panel;
   int q;
+  // Where pair 0 of v goes: k = e0 (a multiple of 8) is pair row k % 32 / 2 of step
+  // k / 32, i.e. 1024·(k / 32) + 16·(k % 32) elements in — 16·(k + (k & ~31)), in unsigned
+  // arithmetic (signed division's fix-ups had been a tenth of the dequantization); its
+  // 4 pairs are 4 consecutive tile rows, 32 elements apart.
+  uint16_t* first(int64_t e0) const {
+    const uint64_t k = uint64_t(e0);
+    return panel + 16 * (k + (k & ~uint64_t(31))) + 512 * unsigned(q / 2) + 16 * unsigned(q % 2);
+  }
   void operator()(const __m256* v, int64_t e0) const {
+    uint16_t* dst = first(e0);
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+    // (The avx512 entries, built with AVX512-BF16: kernels/sources.cmake.) One
+    // vcvtne2ps2bf16 rounds both elements of a pair and a word permute interleaves them:
+    // 2 instructions a pair against the integer rounding's 11. It reads denormal inputs
+    // as zero, which these values never are.
+    const __m256i pairs = _mm256_set_epi16(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
+    for (int t = 0; t < 4; ++t) {
+      const __m256i both = (__m256i)_mm256_cvtne2ps_pbh(v[2 * t + 1], v[2 * t]);  // v[2t] in words 0-7
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * t), _mm256_permutexvar_epi16(pairs, both));
+    }
+#else
     const __m256i half = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1), top = _mm256_set1_epi32(int(0xFFFF0000u));
     auto rounded = [&](__m256 x) {  // bf16 in the high half of each lane (RNE), low half garbage
       const __m256i u = _mm256_castps_si256(x);
       return _mm256_add_epi32(_mm256_add_epi32(u, half), _mm256_and_si256(_mm256_srli_epi32(u, 16), one));
     };
     for (int t = 0; t < 4; ++t) {
-      const int64_t k = e0 + 2 * t;
-      uint16_t* dst = panel + ((k / 32 * 2 + q / 2) * 16 + k % 32 / 2) * 32 + 16 * (q % 2);
       const __m256i d = _mm256_or_si256(_mm256_and_si256(rounded(v[2 * t + 1]), top),
                                         _mm256_srli_epi32(rounded(v[2 * t]), 16));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), d);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * t), d);
     }
+#endif
   }
 };
 
