@@ -60,7 +60,11 @@ TEST(ProjectionGated, GatedRowsAreTheSwigluOfTheTwoProductsBitForBit) {
     WT type;
     int K, N;
   } shapes[] = {{WT::q8_0, 64, 29},   {WT::q8_0, 2048, 1100}, {WT::q4_k, 256, 70},
-                {WT::bf16, 64, 300},  {WT::bf16, 2048, 1100}, {WT::f16, 96, 70}};
+                {WT::bf16, 64, 300},  {WT::bf16, 2048, 1100}, {WT::f16, 96, 70},
+                // K 2048: chunks of 8 panels of each; N 1100 ends on a chunk of 3 (a range
+                // a thread, split apart from the chunks before), 1056 on one of 1 (its rows
+                // split between the threads)
+                {WT::q8_0, 2048, 1056}};
   for (const auto& c : shapes)
     for (bool bias : {false, true}) {
       std::mt19937 g(c.K * 7 + c.N + bias);

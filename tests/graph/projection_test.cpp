@@ -376,6 +376,21 @@ TEST(Projection, QuantWeightsDequantizedToBf16MatchReference) {
   Projection::set_dequant_prefill_override(-1);
 }
 
+// The AMX panels' chunks (graph/widened16.cpp, amx_pass): with K 2304 a chunk holds 14
+// panels, 7 a thread on 2 threads, each packed and multiplied by its thread with no wait
+// between chunks; N 992 (31 panels) ends on a chunk of 3, split 1 + 2 — other ranges than
+// the chunks' before, so a barrier first — and N 928 (29) on a chunk of 1, whose rows the
+// threads split. Against the float64 reference as above, on 1 and 2 threads.
+TEST(Projection, AmxChunksOfOwnRangesThenOtherSplits) {
+  if (!kernels::may_use(Isa::avx512) || !kernels::quant::cpu_has_avx512_vnni_bf16() ||
+      !kernels::set_amx_override(true))
+    GTEST_SKIP() << "no AMX here";
+  Projection::set_dequant_prefill_override(1);
+  for (int N : {992, 928, 14 * 32 * 2}) check_dequant(kernels::WeightType::q4_k, 80, 2304, N, /*bias=*/true, false, true);
+  kernels::clear_amx_override();
+  Projection::set_dequant_prefill_override(-1);
+}
+
 // Typed weights repacked at load (Q4_K's 8-row panels) into their own mapping, here
 // 2.14 MB: one 2 MiB huge page and a 4 KiB-page tail (graph/projection.cpp), with a last
 // panel of 3 rows. The x86 entries read the panels, the scalar entry the GGUF rows as
