@@ -404,9 +404,14 @@ struct AttnFwdAmx {
             _mm512_store_si512(pb(1, ks) + col * kTile + j * 32, _mm512_permutexvar_epi16(interleave, lo));
           }
 
-      // Otᵀ = α ⊙ Otᵀ + Vᵀ · Pᵀ.
-      for (int d = 0; d < D32; ++d)
-        for (int v = 0; v < ncl; ++v) _mm512_store_ps(Ot + d * QT + v * 16, _mm512_mul_ps(_mm512_load_ps(Ot + d * QT + v * 16), alpha[v]));
+      // Otᵀ = α ⊙ Otᵀ + Vᵀ · Pᵀ. A column whose 16 maxima all stayed (α = 1 exactly, as
+      // most are once a query has seen its largest scores) is left as it is: the same
+      // bits without a pass over it.
+      for (int v = 0; v < ncl; ++v) {
+        if (_mm512_cmpneq_ps_mask(alpha[v], _mm512_set1_ps(1.0f)) == 0) continue;
+        for (int d = 0; d < D32; ++d)
+          _mm512_store_ps(Ot + d * QT + v * 16, _mm512_mul_ps(_mm512_load_ps(Ot + d * QT + v * 16), alpha[v]));
+      }
       amx_fence();
       for (int col = 0; col < ncl; col += 2)
         for (int db = 0; db < NDB; db += 2) {
