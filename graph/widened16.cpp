@@ -217,8 +217,8 @@ struct Widened16::Impl {
     const size_t pe = kernels::amx_panel_elems(KP);
     const float* gb = bias.empty() ? nullptr : bias.data();
     const float* ub = !up || up->bias.empty() ? nullptr : up->bias.data();
-    // Packs panels [i0, i1) of the chunk at p0, then multiplies rows [u0, u1) (16-row
-    // units) by panels [j0, j1) of it.
+    // pack: panels [i0, i1) of the chunk at p0 into their places; multiply: rows
+    // [u0, u1) (16-row units) by those panels, into y.
     auto pack = [&](int p0, int i0, int i1) {
       for (int i = i0; i < i1; ++i) {
         const int n0 = (p0 + i) * C, n1 = std::min(N, n0 + C);

@@ -119,8 +119,8 @@ inline double attention_flops(int batch, int q_heads, int head_dim, int q_len, i
 // ---- the kernel table -------------------------------------------------------------
 // K and V converted once per call, before any query tile, by a line that packs them
 // (AttnKernel::pack): every query tile of every query head of a kv head reads the same
-// key tiles, so the amx lines' conversion to bf16 tiles (a third of their time when each
-// query tile converted its own) is paid once. Key tile t (keys t·kv_tile ..) of
+// key tiles, so the amx lines' conversion of K and V to bf16 tiles (with P's, about a
+// third of their time when each query tile converted its own) is paid once. Key tile t (keys t·kv_tile ..) of
 // sequence b, kv head hk lies at tile(b, hk, t), for the keys below `keys`.
 struct AttnPackedKv {
   const uint16_t* data = nullptr;
