@@ -10,6 +10,7 @@
 #include <random>
 
 #include "headwise/model.hpp"
+#include "runtime/synthetic.hpp"
 #include "kernels/simd/half.hpp"
 #include "tests/runtime/model_fixtures.hpp"
 
@@ -107,7 +108,7 @@ double median_position(const float* a, const float* b, int T, int V) {
   return d[T / 2];
 }
 
-void check_paths_agree(const Model& m, int T, KvType t, double bound) {
+void check_paths_agree(const Model& m, int T, KvType t, double bound, double median_bound = 3e-4) {
   const int V = m.info().vocab_size;
   const auto tokens = random_tokens(T, V, 5);
   const auto one = prefill_logits(m, tokens, t);
@@ -131,8 +132,8 @@ void check_paths_agree(const Model& m, int T, KvType t, double bound) {
             << mc << "), vs token by token " << dd << " (" << md << ")\n";
   EXPECT_LE(dc, bound) << kv_type_name(t) << " chunks";
   EXPECT_LE(dd, bound) << kv_type_name(t) << " token by token";
-  EXPECT_LE(mc, 3e-4) << kv_type_name(t) << " chunks: the median position";
-  EXPECT_LE(md, 3e-4) << kv_type_name(t) << " token by token: the median position";
+  EXPECT_LE(mc, median_bound) << kv_type_name(t) << " chunks: the median position";
+  EXPECT_LE(md, median_bound) << kv_type_name(t) << " token by token: the median position";
 }
 
 TEST(KvType, PrefillChunksAndDecodeAgree) {
@@ -147,6 +148,21 @@ TEST(KvType, PrefillChunksAndDecodeAgree) {
   if (!st) GTEST_SKIP() << "../shared/models not present";
   check_paths_agree(*st, 100, KvType::f16, 3e-2);
   check_paths_agree(*st, 100, KvType::bf16, 8e-2);
+}
+
+// A table in a stored type (here f16) is looked up row by row, converted on the way; a
+// prompt's rows are split over the threads from 4096 floats (executor.cpp,
+// kMinSplitFloats), so tiny's 70 rows of 64 are, on 2 threads, and its chunks of 7 and
+// single tokens are not. f16, because its prefill and decode products are both exact
+// in the weights (q8_0's decode quantizes the activations: 0.07 apart). Measured 5.7e-4
+// (median position 2.1e-4) on an Intel Xeon with AMX; one row left unconverted in the
+// split gave 2.46.
+TEST(KvType, PrefillChunksAndDecodeAgreeWithAStoredTypeEmbedding) {
+  std::shared_ptr<const Model> m;
+  std::string types;
+  ASSERT_TRUE(synthetic_model("tiny", 7, "f16", &m, &types).ok());
+  ASSERT_NE(types.find("f16"), std::string::npos) << types;
+  check_paths_agree(*m, 70, KvType::f16, 2e-3, 1e-3);
 }
 
 TEST(KvType, BatchedDecodeEqualsSingleWithMixedTypes) {
@@ -217,13 +233,17 @@ TEST(KvType, CacheBytesHookAndBadType) {
 // are the embeddings) are the fp32 session's, rounded, at every position and head: the
 // tiled 16-bit layout (session_buffers.hpp) stores and reads back each (position, head)
 // where it belongs, across tiles (45 positions: two whole tiles of 16 and a partial one,
-// written by a 40-row prefill and then 5 single rows).
-TEST(KvType, SixteenBitCacheHoldsEveryPositionAndHead) {
+// written by a 40-row prefill and then 5 single rows). Then 205 positions, the prefill's
+// 200 rows (6400 floats of K) over 1 and 2 threads: the executor splits a step's
+// conversions into the cache over the threads from 4096 floats (kMinSplitFloats).
+void check_cache_positions(int rows, int threads) {
+  SCOPED_TRACE("prefill of " + std::to_string(rows) + " rows, " + std::to_string(threads) + " threads");
   auto m = synthetic_model("tiny");
-  const std::vector<int32_t> tokens = random_tokens(45, m->info().vocab_size, 3);
+  const std::vector<int32_t> tokens = random_tokens(rows + 5, m->info().vocab_size, 3);
   auto layer0 = [&](KvType kt, std::vector<float>* k, std::vector<float>* v) {
     SessionOptions o;
-    o.max_context = 64;
+    o.max_context = 256;
+    o.threads = threads;
     o.kv_type = kt;
     o.attention_hook = [&](const AttentionTap& t) {
       if (t.layer != 0) return;
@@ -238,12 +258,12 @@ TEST(KvType, SixteenBitCacheHoldsEveryPositionAndHead) {
     };
     std::unique_ptr<Session> s;
     ASSERT_TRUE(m->open_session(o, &s).ok());
-    ASSERT_TRUE(s->prefill(std::vector<int32_t>(tokens.begin(), tokens.begin() + 40)).ok());
-    for (int i = 40; i < 45; ++i) ASSERT_TRUE(s->prefill({tokens[i]}).ok());
+    ASSERT_TRUE(s->prefill(std::vector<int32_t>(tokens.begin(), tokens.begin() + rows)).ok());
+    for (int i = rows; i < rows + 5; ++i) ASSERT_TRUE(s->prefill({tokens[i]}).ok());
   };
   std::vector<float> k32, v32;
   layer0(KvType::f32, &k32, &v32);
-  ASSERT_EQ(k32.size(), size_t(45) * m->info().n_kv_heads * m->info().head_dim);
+  ASSERT_EQ(k32.size(), size_t(rows + 5) * m->info().n_kv_heads * m->info().head_dim);
   for (KvType kt : {KvType::f16, KvType::bf16}) {
     std::vector<float> k, v;
     layer0(kt, &k, &v);
@@ -255,6 +275,11 @@ TEST(KvType, SixteenBitCacheHoldsEveryPositionAndHead) {
     for (size_t i = 0; i < k.size(); ++i) wrong += (k[i] != round(k32[i])) + (v[i] != round(v32[i]));
     EXPECT_EQ(wrong, 0) << kv_type_name(kt);
   }
+}
+
+TEST(KvType, SixteenBitCacheHoldsEveryPositionAndHead) {
+  for (const auto& [rows, threads] : {std::pair{40, 1}, {40, 2}, {200, 1}, {200, 2}})
+    check_cache_positions(rows, threads);
 }
 
 }  // namespace
