@@ -5,17 +5,45 @@
 #include <cstdio>
 #include <cstring>
 
+#include <deque>
+#include <memory>
+#include <vector>
+
 #include "graph/input_file.hpp"
 #include "formats/checkpoint.hpp"
+#include "kernels/quant/blocks.hpp"
+#include "kernels/quant/quant.hpp"
 
 namespace headwise::formats {
 namespace {
 
-Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::TensorView>* views) {
+// The mapped file, and the tensors re-encoded at load (Q5_0 as Q8_0), which the
+// weight set keeps alive.
+struct GgufWeights {
+  std::shared_ptr<const GgufFile> file;
+  std::deque<std::vector<uint8_t>> reencoded;
+};
+
+Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::TensorView>* views,
+                    GgufWeights* owned) {
   for (const GgufTensor& t : f.tensors()) {
     if (ignorable_tensor(c, Naming::gguf, t.name)) continue;
     graph::TensorView v;
     v.name = t.name;
+    v.shape = t.shape();
+    v.data = t.data;
+    v.nbytes = static_cast<size_t>(t.nbytes);
+    if (t.type == 6) {  // ggml Q5_0: the same numbers as Q8_0 blocks (quant.hpp: q5_0_to_q8_0)
+      namespace q = kernels::quant;
+      const int64_t blocks = t.nbytes / int64_t(sizeof(q::BlockQ5_0));
+      owned->reencoded.emplace_back(size_t(blocks) * sizeof(q::BlockQ8_0));
+      q::q5_0_to_q8_0(t.data, owned->reencoded.back().data(), blocks);
+      v.dtype = graph::DType::q8_0;
+      v.data = owned->reencoded.back().data();
+      v.nbytes = owned->reencoded.back().size();
+      views->push_back(std::move(v));
+      continue;
+    }
     if (t.type == kGgmlF32) v.dtype = graph::DType::f32;
     else if (t.type == kGgmlF16) v.dtype = graph::DType::f16;
     else if (t.type == kGgmlBF16) v.dtype = graph::DType::bf16;
@@ -27,10 +55,7 @@ Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::T
     else
       return unsupported(f.path() + ": tensor '" + t.name + "' has type " + t.type_name() +
                          ", which headwise cannot compute with yet (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K "
-                         "are supported)");
-    v.shape = t.shape();
-    v.data = t.data;
-    v.nbytes = static_cast<size_t>(t.nbytes);
+                         "are supported, and Q5_0 as Q8_0)");
     views->push_back(std::move(v));
   }
   return Status::Ok();
@@ -147,8 +172,10 @@ Status load_gguf_checkpoint(const std::string& path, Checkpoint* out) {
   HW_RETURN_IF_ERROR(f->opt_str("general.name", &name));
   if (!name.empty()) ck.desc.name = name;
   std::vector<graph::TensorView> views;
-  HW_RETURN_IF_ERROR(tensor_views(*f, c, &views));
-  ck.weights = graph::WeightSet::external(std::move(views), f, path);
+  auto owned = std::make_shared<GgufWeights>();
+  owned->file = f;
+  HW_RETURN_IF_ERROR(tensor_views(*f, c, &views, owned.get()));
+  ck.weights = graph::WeightSet::external(std::move(views), std::move(owned), path);
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     uint32_t id = 0;
     if (!f->has(key)) continue;

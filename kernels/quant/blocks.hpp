@@ -8,6 +8,9 @@
 //   Q8_0  32 values:  d (f16), q[32] int8      x = d·q
 //   Q4_0  32 values:  d (f16), 16 bytes        x = d·(q − 8), q ∈ [0, 15];
 //                     element j < 16 is the low nibble of byte j, element j + 16 its high nibble
+//   Q5_0  32 values:  d (f16), qh (uint32), 16 bytes   x = d·(q − 16), q ∈ [0, 31]; the
+//                     low 4 bits as Q4_0's nibbles, bit j of qh the 5th bit of element j.
+//                     Not computed on: re-encoded exactly as Q8_0 at load (q5_0_to_q8_0)
 //   Q4_K  256 values: d, dmin (f16), 12 bytes of 6-bit scales/mins, 128 bytes of nibbles;
 //                     8 sub-blocks of 32, x = d·sc_j·q − dmin·m_j, q ∈ [0, 15];
 //                     bytes 32c..32c+31 hold sub-block 2c in their low nibbles, 2c+1 in the high
@@ -33,6 +36,11 @@ struct BlockQ4_0 {
   uint16_t d;
   uint8_t q[kQK / 2];
 };
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];  // a little-endian uint32 (bytes: the block is 2-byte aligned)
+  uint8_t q[kQK / 2];
+};
 struct BlockQ4_K {
   uint16_t d, dmin;
   uint8_t scales[12];
@@ -50,7 +58,7 @@ struct BlockQ6_K {
   int8_t scales[kQKK / 16];
   uint16_t d;
 };
-static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18, "GGUF block sizes");
+static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22, "GGUF block sizes");
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210,
               "GGUF block sizes");
 

@@ -129,6 +129,21 @@ bool parse_wtype(const char* s, WType* out) {
   return false;
 }
 
+void q5_0_to_q8_0(const void* q5_0, void* q8_0, int64_t blocks) {
+  const auto* in = static_cast<const BlockQ5_0*>(q5_0);
+  auto* out = static_cast<BlockQ8_0*>(q8_0);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const BlockQ5_0& x = in[b];
+    BlockQ8_0& y = out[b];
+    const uint32_t qh = uint32_t(x.qh[0]) | uint32_t(x.qh[1]) << 8 | uint32_t(x.qh[2]) << 16 | uint32_t(x.qh[3]) << 24;
+    y.d = x.d;
+    for (int j = 0; j < kQK / 2; ++j) {
+      y.q[j] = int8_t(int((x.q[j] & 0x0F) | ((qh >> j) & 1) << 4) - 16);
+      y.q[j + kQK / 2] = int8_t(int((x.q[j] >> 4) | ((qh >> (j + kQK / 2)) & 1) << 4) - 16);
+    }
+  }
+}
+
 bool cpu_has_avx512_vnni_bf16() {
   static const bool has = detect_vnni_bf16();
   return has;

@@ -60,6 +60,13 @@ const WType* all_types(int* count);
 // Parses "bf16", "f16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k" (case-insensitive).
 bool parse_wtype(const char* s, WType* out);
 
+// GGUF Q5_0 blocks (`blocks` of them, back to back) as Q8_0 blocks with the same d and
+// q − 16 as the int8 values: the same numbers exactly (every Q5_0 weight d·(q − 16),
+// q − 16 ∈ [−16, 15], is a Q8_0 weight), 34 bytes for 22. llama-quantize writes Q5_0
+// where a Q4_K row is not whole 256-blocks (a Q4_K_M file of a model whose width is
+// 576, 896, ...), so such files load and run on the Q8_0 kernels.
+void q5_0_to_q8_0(const void* q5_0, void* q8_0, int64_t blocks);
+
 // Bytes of one row of K elements (K a multiple of the block).
 inline size_t row_bytes(const TypeInfo& t, int64_t K) { return size_t(K / t.block) * t.block_bytes; }
 

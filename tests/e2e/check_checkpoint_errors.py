@@ -62,10 +62,10 @@ def main():
     cases.append(("unknown GGUF architecture", patch(gguf, os.path.join(w, "arch.gguf"), arch),
                   ["arch.gguf", "'bloom'", "llama", "qwen3", "gpt2"]))
 
-    def q5(b):  # (Q8_0 and the other low-bit types of kernels/quant load since issue 10)
-        struct.pack_into("<I", b, tensor_type_at(b, "blk.1.ffn_up.weight"), 6)  # Q5_0
+    def q5(b):  # (Q8_0 and the other low-bit types of kernels/quant load since issue 10, Q5_0 as Q8_0)
+        struct.pack_into("<I", b, tensor_type_at(b, "blk.1.ffn_up.weight"), 7)  # Q5_1
     cases.append(("unsupported tensor type", patch(gguf, os.path.join(w, "q5.gguf"), q5),
-                  ["q5.gguf", "blk.1.ffn_up.weight", "Q5_0"]))
+                  ["q5.gguf", "blk.1.ffn_up.weight", "Q5_1"]))
 
     def bf(b):
         struct.pack_into("<I", b, tensor_type_at(b, "blk.0.ffn_down.weight"), 20)  # IQ4_NL

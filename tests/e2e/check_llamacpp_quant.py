@@ -24,6 +24,13 @@ the f32 ones than Q4_K_M's, but the input rounding, which dominates, is the same
 gets the same bounds. A wrong block layout or scale packing changes logits by O(1) and
 cannot hide under these bounds.
 
+Q5_0, which llama-quantize writes where a Q4_K row is not whole 256-blocks (Q4_K_M
+files of models 576 or 896 wide) and headwise re-encodes as Q8_0 at load: the f32 file's
+matrices rewritten as Q5_0 by gguf_q5_0.py (ggml's reference quantizer, in NumPy), held
+to the same bounds against llama.cpp, which reads Q5_0 natively. Its mean KL to headwise's
+own f32 must come in under half of Q4_0's (measured 0.066 against 0.22): a 5th bit
+dropped or misplaced, in the file or in the reading, would not.
+
 Q5_K against Q4_K on the same inputs: headwise's own distributions on each file are
 also compared with headwise's on the f32 file (printed: mean KL(f32 || type)). Q5_K's
 grid step is half Q4_K's, so the weight error halves and the KL, quadratic in it for
@@ -99,6 +106,11 @@ def main():
             if f"-> {want}" not in log:
                 common.fail(f"convert --weights {t} wrote no {want} tensor:\n{log}")
         files[t] = out
+    import gguf_q5_0
+    files["q5_0"] = os.path.join(args.workdir, "llama256-q5_0.gguf")
+    rewritten = gguf_q5_0.rewrite_as_q5_0(f32, files["q5_0"])
+    if "blk.0.attn_q.weight" not in rewritten or "token_embd.weight" not in rewritten:
+        common.fail(f"gguf_q5_0 rewrote only {rewritten}")
     lc = llamacpp(args, list(files.values()))
     failures = []
     for t, gguf in files.items():
@@ -122,6 +134,8 @@ def main():
     print("  headwise against its own f32: mean KL " + ", ".join(f"{t} {v:.2e}" for t, v in own.items()))
     if not own["q5_k_m"] < 0.5 * own["q4_k_m"]:
         failures.append(f"q5_k_m's mean KL to f32 {own['q5_k_m']:.3g} is not under half of q4_k_m's {own['q4_k_m']:.3g}")
+    if not own["q5_0"] < 0.5 * own["q4_0"]:
+        failures.append(f"q5_0's mean KL to f32 {own['q5_0']:.3g} is not under half of q4_0's {own['q4_0']:.3g}")
     if not own["f16"] < F16_OWN_KL:
         failures.append(f"f16's mean KL to f32 {own['f16']:.3g} is not under {F16_OWN_KL:g}")
     if failures:

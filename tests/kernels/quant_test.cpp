@@ -352,6 +352,33 @@ namespace {
 // Random blocks of every type (every bit pattern of the packed fields, with finite
 // f16/bf16 scales) dequantized by headwise and, independently, by gguf-py (NumPy) from
 // the llama.cpp source node-llama-cpp ships: gguf_dequant_reference.py.
+// Q5_0 → Q8_0 is exact: x = d·(q − 16) with q's low 4 bits in the nibbles (element j < 16
+// the low nibble of byte j, j + 16 the high one) and its 5th in bit j of qh, against a
+// block built by hand, and every (nibble, 5th bit) pair in both halves.
+TEST(QuantSemantics, Q5_0ReencodesAsQ8_0Exactly) {
+  BlockQ5_0 b{};
+  b.d = f32_to_half(0.5f);
+  const uint32_t qh = 0x80000001u | 1u << 17;  // elements 0, 17 and 31 have the 5th bit
+  std::memcpy(b.qh, &qh, 4);
+  for (int j = 0; j < 16; ++j) b.q[j] = uint8_t(j | (15 - j) << 4);
+  BlockQ8_0 y{};
+  q5_0_to_q8_0(&b, &y, 1);
+  EXPECT_EQ(y.d, b.d);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y.q[j], (j | (j == 0 ? 16 : 0)) - 16) << j;
+    EXPECT_EQ(y.q[j + 16], ((15 - j) | (j == 1 || j == 15 ? 16 : 0)) - 16) << j + 16;
+  }
+  for (int v = 0; v < 32; ++v) {
+    BlockQ5_0 c{};
+    c.d = b.d;
+    for (int j = 0; j < 16; ++j) c.q[j] = uint8_t((v & 15) | (v & 15) << 4);
+    const uint32_t h = v & 16 ? 0xFFFFFFFFu : 0u;
+    std::memcpy(c.qh, &h, 4);
+    q5_0_to_q8_0(&c, &y, 1);
+    for (int j = 0; j < kQK; ++j) ASSERT_EQ(y.q[j], v - 16) << v << " " << j;
+  }
+}
+
 TEST(QuantSemantics, DequantizationMatchesGgufPy) {
   const std::string bundle =
       std::string(HEADWISE_SOURCE_DIR) + "/tests/node/node_modules/node-llama-cpp/llama/gitRelease.bundle";
@@ -386,6 +413,29 @@ TEST(QuantSemantics, DequantizationMatchesGgufPy) {
     std::vector<float> y(size_t(K) * rows);
     for (int r = 0; r < rows; ++r) ti->dequantize(w.data() + r * row_bytes(*ti, K), y.data() + r * K, K);
     const std::string base = dir + "/" + ti->name;
+    FILE* f = fopen((base + ".bin").c_str(), "wb");
+    fwrite(w.data(), 1, w.size(), f);
+    fclose(f);
+    f = fopen((base + ".f32").c_str(), "wb");
+    fwrite(y.data(), 4, y.size(), f);
+    fclose(f);
+    f = fopen((base + ".rows").c_str(), "w");
+    fprintf(f, "%d", rows);
+    fclose(f);
+  }
+  {  // Q5_0, as the GGUF loader takes it: re-encoded as Q8_0, which is then what is read
+    const int rows = 3, blocks = 7;
+    std::vector<uint8_t> w(size_t(rows) * blocks * sizeof(BlockQ5_0));
+    for (uint8_t& b : w) b = uint8_t(byte(g));
+    for (size_t off = 0; off < w.size(); off += sizeof(BlockQ5_0)) {
+      const uint16_t h = finite_half();
+      std::memcpy(w.data() + off, &h, 2);
+    }
+    std::vector<uint8_t> q8(size_t(rows) * blocks * sizeof(BlockQ8_0));
+    q5_0_to_q8_0(w.data(), q8.data(), int64_t(rows) * blocks);
+    std::vector<float> y(size_t(rows) * blocks * kQK);
+    type_info(WType::q8_0)->dequantize(q8.data(), y.data(), int64_t(y.size()));
+    const std::string base = dir + "/q5_0";
     FILE* f = fopen((base + ".bin").c_str(), "wb");
     fwrite(w.data(), 1, w.size(), f);
     fclose(f);
