@@ -379,6 +379,19 @@ TEST(QuantSemantics, Q5_0ReencodesAsQ8_0Exactly) {
   }
 }
 
+// One case for gguf_dequant_reference.py: the raw rows, headwise's values, the row count.
+void write_case(const std::string& base, const std::vector<uint8_t>& w, const std::vector<float>& y, int rows) {
+  FILE* f = fopen((base + ".bin").c_str(), "wb");
+  fwrite(w.data(), 1, w.size(), f);
+  fclose(f);
+  f = fopen((base + ".f32").c_str(), "wb");
+  fwrite(y.data(), 4, y.size(), f);
+  fclose(f);
+  f = fopen((base + ".rows").c_str(), "w");
+  fprintf(f, "%d", rows);
+  fclose(f);
+}
+
 TEST(QuantSemantics, DequantizationMatchesGgufPy) {
   const std::string bundle =
       std::string(HEADWISE_SOURCE_DIR) + "/tests/node/node_modules/node-llama-cpp/llama/gitRelease.bundle";
@@ -412,16 +425,7 @@ TEST(QuantSemantics, DequantizationMatchesGgufPy) {
     }
     std::vector<float> y(size_t(K) * rows);
     for (int r = 0; r < rows; ++r) ti->dequantize(w.data() + r * row_bytes(*ti, K), y.data() + r * K, K);
-    const std::string base = dir + "/" + ti->name;
-    FILE* f = fopen((base + ".bin").c_str(), "wb");
-    fwrite(w.data(), 1, w.size(), f);
-    fclose(f);
-    f = fopen((base + ".f32").c_str(), "wb");
-    fwrite(y.data(), 4, y.size(), f);
-    fclose(f);
-    f = fopen((base + ".rows").c_str(), "w");
-    fprintf(f, "%d", rows);
-    fclose(f);
+    write_case(dir + "/" + ti->name, w, y, rows);
   }
   {  // Q5_0, as the GGUF loader takes it: re-encoded as Q8_0, which is then what is read
     const int rows = 3, blocks = 7;
@@ -435,16 +439,7 @@ TEST(QuantSemantics, DequantizationMatchesGgufPy) {
     q5_0_to_q8_0(w.data(), q8.data(), int64_t(rows) * blocks);
     std::vector<float> y(size_t(rows) * blocks * kQK);
     type_info(WType::q8_0)->dequantize(q8.data(), y.data(), int64_t(y.size()));
-    const std::string base = dir + "/q5_0";
-    FILE* f = fopen((base + ".bin").c_str(), "wb");
-    fwrite(w.data(), 1, w.size(), f);
-    fclose(f);
-    f = fopen((base + ".f32").c_str(), "wb");
-    fwrite(y.data(), 4, y.size(), f);
-    fclose(f);
-    f = fopen((base + ".rows").c_str(), "w");
-    fprintf(f, "%d", rows);
-    fclose(f);
+    write_case(dir + "/q5_0", w, y, rows);
   }
   const std::string cmd = std::string(HEADWISE_PYTHON) + " " + HEADWISE_SOURCE_DIR +
                           "/tests/kernels/gguf_dequant_reference.py --bundle " + bundle + " --dir " + dir;
