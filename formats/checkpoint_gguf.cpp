@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <deque>
+#include <new>
 #include <memory>
 #include <vector>
 
@@ -22,6 +23,7 @@ namespace {
 struct GgufWeights {
   std::shared_ptr<const GgufFile> file;
   std::deque<std::vector<uint8_t>> reencoded;
+  uint64_t q5_0_bytes = 0;  // the Q5_0 tensors' bytes in the file, so far
 };
 
 Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::TensorView>* views,
@@ -35,8 +37,22 @@ Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::T
     v.nbytes = static_cast<size_t>(t.nbytes);
     if (t.type == 6) {  // ggml Q5_0: the same numbers as Q8_0 blocks (quant.hpp: q5_0_to_q8_0)
       namespace q = kernels::quant;
+      // Tensors of a well-formed file do not overlap, so their Q5_0 bytes fit in the
+      // file; the copies (34/22 of them) stay bounded by its size even where a hostile
+      // file points many tensors at the same bytes.
+      owned->q5_0_bytes += uint64_t(t.nbytes);
+      if (owned->q5_0_bytes > f.file_size())
+        return format_error(f.path() + ": tensor '" + t.name + "': the Q5_0 tensors' " +
+                            std::to_string(owned->q5_0_bytes) + " bytes exceed the file's " +
+                            std::to_string(f.file_size()) + " (tensors overlap)");
       const int64_t blocks = t.nbytes / int64_t(sizeof(q::BlockQ5_0));
-      owned->reencoded.emplace_back(size_t(blocks) * sizeof(q::BlockQ8_0));
+      try {
+        owned->reencoded.emplace_back(size_t(blocks) * sizeof(q::BlockQ8_0));
+      } catch (const std::bad_alloc&) {
+        return Status(StatusCode::out_of_memory, f.path() + ": tensor '" + t.name + "': no memory for its " +
+                                                     std::to_string(blocks * sizeof(q::BlockQ8_0)) +
+                                                     " bytes as Q8_0");
+      }
       q::q5_0_to_q8_0(t.data, owned->reencoded.back().data(), blocks);
       v.dtype = graph::DType::q8_0;
       v.data = owned->reencoded.back().data();

@@ -67,6 +67,23 @@ def main():
     cases.append(("unsupported tensor type", patch(gguf, os.path.join(w, "q5.gguf"), q5),
                   ["q5.gguf", "blk.1.ffn_up.weight", "Q5_1"]))
 
+    # Q5_0 tensors are re-encoded as Q8_0 copies at load: a file whose Q5_0 tensors all
+    # point at the same bytes must not make those copies grow past the file's size.
+    import gguf_q5_0
+    q5_file = os.path.join(w, "q5_0.gguf")
+    q5_names = gguf_q5_0.rewrite_as_q5_0(gguf, q5_file)
+    common.run_cli(args.headwise, ["run", q5_file] + RUN_ARGS)  # the file itself runs
+
+    def overlap(b):
+        at = tensor_type_at(b, "token_embd.weight")
+        ne0, ne1 = struct.unpack_from("<QQ", b, at - 16)
+        for name in q5_names:
+            at = tensor_type_at(b, name)
+            struct.pack_into("<QQ", b, at - 16, ne0, ne1)  # token_embd's shape, its bytes
+            struct.pack_into("<Q", b, at + 4, 0)           # all at the data's start
+    cases.append(("overlapping Q5_0 tensors", patch(q5_file, os.path.join(w, "q5_overlap.gguf"), overlap),
+                  ["q5_overlap.gguf", "Q5_0 tensors", "exceed the file", "overlap"]))
+
     def bf(b):
         struct.pack_into("<I", b, tensor_type_at(b, "blk.0.ffn_down.weight"), 20)  # IQ4_NL
     cases.append(("unsupported tensor type (IQ4_NL)", patch(gguf, os.path.join(w, "iq4.gguf"), bf),
