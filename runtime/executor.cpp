@@ -69,7 +69,7 @@ class Run {
         }
         // A table in its stored type (f16, bf16, a block type): the looked-up rows
         // converted as graph::to_f32 converts them everywhere else.
-        // A prompt's rows are split over the threads (the conversions are scalar: ~5 ms a
+        // A prompt's rows are split over the threads (the conversions are scalar: ~6 ms a
         // 512-row prompt of llama-1b-like's q6_k table on one thread).
         const View y = at(n.out[0]);
         const size_t rb = graph::dtype_row_bytes(n.wq_type, n.w_cols);
