@@ -1,12 +1,16 @@
 // libFuzzer target for the GGUF reader: any bytes must parse or fail with a Status,
 // never crash, read out of bounds or allocate beyond what the input could describe.
 // On success every metadata value and tensor is walked so lazily read fields are
-// touched too.
+// touched too, and each Q5_0 tensor is re-encoded as Q8_0 as the checkpoint loader
+// does (formats/checkpoint_gguf.cpp; its bytes lie inside the input, so the copy is
+// bounded by it).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "formats/gguf.hpp"
+#include "kernels/quant/quant.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<headwise::formats::GgufFile> f;
@@ -18,7 +22,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (uint64_t i = 0; i < v.count; ++i) sink = sink + v.float_at(i) + static_cast<double>(v.int_at(i));
     for (auto s : v.strings) sink = sink + (s.empty() ? 0 : s[0]);
   }
-  for (const auto& t : f->tensors())
+  for (const auto& t : f->tensors()) {
     if (t.nbytes) sink = sink + t.data[0] + t.data[t.nbytes - 1];
+    if (t.type == 6 && t.nbytes) {  // ggml Q5_0: 22-byte blocks
+      const int64_t blocks = int64_t(t.nbytes / 22);
+      std::vector<uint8_t> q8(size_t(blocks) * 34);
+      headwise::kernels::quant::q5_0_to_q8_0(t.data, q8.data(), blocks);
+      sink = sink + q8[0] + q8[q8.size() - 1];
+    }
+  }
   return 0;
 }
