@@ -26,6 +26,32 @@ struct GgufWeights {
   uint64_t q5_0_bytes = 0;  // the Q5_0 tensors' bytes in the file, so far
 };
 
+// Tensor t, stored as Q5_0, as a Q8_0 copy owned by `owned` (the same numbers: quant.hpp,
+// q5_0_to_q8_0), into v.
+Status reencode_q5_0(const GgufFile& f, const GgufTensor& t, GgufWeights* owned, graph::TensorView* v) {
+  namespace q = kernels::quant;
+  // Tensors of a well-formed file do not overlap, so their Q5_0 bytes fit in the file;
+  // the copies (34/22 of them) stay bounded by its size even where a hostile file
+  // points many tensors at the same bytes.
+  owned->q5_0_bytes += uint64_t(t.nbytes);
+  if (owned->q5_0_bytes > f.file_size())
+    return format_error(f.path() + ": tensor '" + t.name + "': the Q5_0 tensors' " +
+                        std::to_string(owned->q5_0_bytes) + " bytes exceed the file's " +
+                        std::to_string(f.file_size()) + " (tensors overlap)");
+  const int64_t blocks = t.nbytes / int64_t(sizeof(q::BlockQ5_0));
+  try {
+    owned->reencoded.emplace_back(size_t(blocks) * sizeof(q::BlockQ8_0));
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::out_of_memory, f.path() + ": tensor '" + t.name + "': no memory for its " +
+                                                 std::to_string(blocks * sizeof(q::BlockQ8_0)) + " bytes as Q8_0");
+  }
+  q::q5_0_to_q8_0(t.data, owned->reencoded.back().data(), blocks);
+  v->dtype = graph::DType::q8_0;
+  v->data = owned->reencoded.back().data();
+  v->nbytes = owned->reencoded.back().size();
+  return Status::Ok();
+}
+
 Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::TensorView>* views,
                     GgufWeights* owned) {
   for (const GgufTensor& t : f.tensors()) {
@@ -35,31 +61,6 @@ Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::T
     v.shape = t.shape();
     v.data = t.data;
     v.nbytes = static_cast<size_t>(t.nbytes);
-    if (t.type == 6) {  // ggml Q5_0: the same numbers as Q8_0 blocks (quant.hpp: q5_0_to_q8_0)
-      namespace q = kernels::quant;
-      // Tensors of a well-formed file do not overlap, so their Q5_0 bytes fit in the
-      // file; the copies (34/22 of them) stay bounded by its size even where a hostile
-      // file points many tensors at the same bytes.
-      owned->q5_0_bytes += uint64_t(t.nbytes);
-      if (owned->q5_0_bytes > f.file_size())
-        return format_error(f.path() + ": tensor '" + t.name + "': the Q5_0 tensors' " +
-                            std::to_string(owned->q5_0_bytes) + " bytes exceed the file's " +
-                            std::to_string(f.file_size()) + " (tensors overlap)");
-      const int64_t blocks = t.nbytes / int64_t(sizeof(q::BlockQ5_0));
-      try {
-        owned->reencoded.emplace_back(size_t(blocks) * sizeof(q::BlockQ8_0));
-      } catch (const std::bad_alloc&) {
-        return Status(StatusCode::out_of_memory, f.path() + ": tensor '" + t.name + "': no memory for its " +
-                                                     std::to_string(blocks * sizeof(q::BlockQ8_0)) +
-                                                     " bytes as Q8_0");
-      }
-      q::q5_0_to_q8_0(t.data, owned->reencoded.back().data(), blocks);
-      v.dtype = graph::DType::q8_0;
-      v.data = owned->reencoded.back().data();
-      v.nbytes = owned->reencoded.back().size();
-      views->push_back(std::move(v));
-      continue;
-    }
     if (t.type == kGgmlF32) v.dtype = graph::DType::f32;
     else if (t.type == kGgmlF16) v.dtype = graph::DType::f16;
     else if (t.type == kGgmlBF16) v.dtype = graph::DType::bf16;
@@ -68,6 +69,7 @@ Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::T
     else if (t.type == 12) v.dtype = graph::DType::q4_k;  // ggml Q4_K
     else if (t.type == 13) v.dtype = graph::DType::q5_k;  // ggml Q5_K
     else if (t.type == 14) v.dtype = graph::DType::q6_k;  // ggml Q6_K
+    else if (t.type == 6) HW_RETURN_IF_ERROR(reencode_q5_0(f, t, owned, &v));  // ggml Q5_0, as Q8_0
     else
       return unsupported(f.path() + ": tensor '" + t.name + "' has type " + t.type_name() +
                          ", which headwise cannot compute with yet (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K "

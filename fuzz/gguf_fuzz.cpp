@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "formats/gguf.hpp"
+#include "kernels/quant/blocks.hpp"
 #include "kernels/quant/quant.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -24,10 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const auto& t : f->tensors()) {
     if (t.nbytes) sink = sink + t.data[0] + t.data[t.nbytes - 1];
-    if (t.type == 6 && t.nbytes) {  // ggml Q5_0: 22-byte blocks
-      const int64_t blocks = int64_t(t.nbytes / 22);
-      std::vector<uint8_t> q8(size_t(blocks) * 34);
-      headwise::kernels::quant::q5_0_to_q8_0(t.data, q8.data(), blocks);
+    if (t.type == 6 && t.nbytes) {  // ggml Q5_0
+      namespace q = headwise::kernels::quant;
+      const int64_t blocks = int64_t(t.nbytes / sizeof(q::BlockQ5_0));
+      std::vector<uint8_t> q8(size_t(blocks) * sizeof(q::BlockQ8_0));
+      q::q5_0_to_q8_0(t.data, q8.data(), blocks);
       sink = sink + q8[0] + q8[q8.size() - 1];
     }
   }

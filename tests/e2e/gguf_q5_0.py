@@ -61,20 +61,6 @@ def quantize_q5_0(x):
     return out.tobytes()
 
 
-def dequantize_q5_0(b):
-    """Q5_0 bytes as float64 values (x = d·(q − 16)), for the tests' own checks."""
-    import numpy as np
-    blk = np.frombuffer(b, dtype=np.uint8).reshape(-1, 22)
-    d = blk[:, 0:2].copy().view(np.float16).astype(np.float64)[:, 0]
-    qh = blk[:, 2:6].copy().view("<u4")[:, 0].astype(np.uint64)
-    qs = blk[:, 6:22].astype(np.uint64)
-    j = np.arange(16, dtype=np.uint64)
-    lo = (qs & 0xF) | (((qh[:, None] >> j) & 1) << 4)
-    hi = (qs >> 4) | (((qh[:, None] >> (j + 16)) & 1) << 4)
-    q = np.concatenate([lo, hi], 1).astype(np.float64) - 16
-    return (d[:, None] * q).reshape(-1)
-
-
 def rewrite_as_q5_0(src, dst, want=lambda name, dims: len(dims) == 2):
     """Copies GGUF `src` to `dst` with each F32 tensor for which want(name, dims) holds
     stored as Q5_0; returns the names rewritten."""
