@@ -16,12 +16,26 @@
 #include <cstring>
 
 #include "kernels/matmul/linear.hpp"
+#include "kernels/quant/quant.hpp"
 
 namespace headwise::kernels {
 
 constexpr int kGemvMaxRows = 8;
 
 namespace {
+
+// The weights ahead: non-temporal (prefetchnta: into L1, bypassing the other caches'
+// normal replacement), except on Intel, which does not keep such a line in its L3 — a
+// matrix the L3 could hold came from DRAM on every call (the Q4_1/Q5_1 offsets' small
+// f32 products in decode, graph/projection_offsets.cpp: 17 MB a token of llama-134m;
+// quant.hpp's cpu_half_rows_nontemporal measured the same for 16-bit rows). There: into
+// every level (prefetcht0).
+inline void prefetch_row(const float* p, bool nt) {
+  if (nt)
+    __builtin_prefetch(p, 0, 0);
+  else
+    __builtin_prefetch(p, 0, 3);
+}
 
 template <class S, int NB>
 struct Gemv {
@@ -37,7 +51,7 @@ struct Gemv {
   // R rows at once: R·NV accumulators, each weight slab row loaded once for all R.
   template <int R>
   static void block(const PackedWeights& wt, const float* wblk, const float* bias, const float* x,
-                    int64_t ldx, float* y, int64_t ldy, int n_valid) {
+                    int64_t ldx, float* y, int64_t ldy, int n_valid, bool nt) {
     V acc[R][NV];
     for (int r = 0; r < R; ++r)
       for (int v = 0; v < NV; ++v) acc[r][v] = S::zero();
@@ -48,7 +62,7 @@ struct Gemv {
       // Ask for the weights kAheadBytes ahead: the hardware prefetcher alone ramps up too
       // slowly on the 1-10 MB matrices of a decode step (measured: ~25% more bandwidth).
       // Prefetches past the end of the weights are harmless (they never fault).
-      for (int c = 0; c < NB; c += 16) __builtin_prefetch(wk + kAheadFloats + c, 0, 0);
+      for (int c = 0; c < NB; c += 16) prefetch_row(wk + kAheadFloats + c, nt);
       V wv[NV];
       for (int v = 0; v < NV; ++v) wv[v] = S::loada(wk + v * W);
       for (int r = 0; r < R; ++r) {
@@ -66,7 +80,7 @@ struct Gemv {
 
   // Output columns [n0, n1), n0 a multiple of NB.
   static void run(const PackedWeights& wt, const float* bias, const float* x, int64_t ldx,
-                  float* y, int64_t ldy, int rows, int n0, int n1) {
+                  float* y, int64_t ldy, int rows, int n0, int n1, bool nt) {
     const float* w = static_cast<const float*>(wt.data);
     for (int nb = n0; nb < n1; nb += NB) {
       const float* wblk = w + size_t(nb / NB) * wt.Kp * NB;
@@ -86,7 +100,7 @@ struct Gemv {
 #define HW_GEMV_ROWS(n) \
   case n:               \
     if constexpr (n <= kGroup) {                                                 \
-      block<n>(wt, wblk, b, xr, ldx, yr, ldy, nv);                               \
+      block<n>(wt, wblk, b, xr, ldx, yr, ldy, nv, nt);                           \
     }                                                                            \
     break;
           HW_GEMV_ROWS(1) HW_GEMV_ROWS(2) HW_GEMV_ROWS(3) HW_GEMV_ROWS(4)
@@ -114,7 +128,7 @@ struct GemvPlain {
 
   // y(r, n) for r < rows, n in [n0, n1) (any n0): (bias +) Σ_k x(r, k)·W(k, n).
   static void run(const PackedWeights& wt, const float* bias, const float* x, int64_t ldx, float* y,
-                  int64_t ldy, int rows, int n0, int n1) {
+                  int64_t ldy, int rows, int n0, int n1, bool nt) {
     const float* w = static_cast<const float*>(wt.data);
     const int64_t ld = wt.ld;
     const int nv = (n1 - n0) / W * W;  // columns n0 .. n0 + nv in whole vectors
@@ -130,7 +144,7 @@ struct GemvPlain {
         int n = n0;
         for (; n < n0 + nv; n += W) {
           if (r == 0 && (n - n0) % 16 == 0)  // the rows kKStep further on, a line each
-            for (int j = 0; j < kKStep; ++j) __builtin_prefetch(wk + (kKStep + j) * ld + n, 0, 0);
+            for (int j = 0; j < kKStep; ++j) prefetch_row(wk + (kKStep + j) * ld + n, nt);
           V a = S::load(yr + n);
           a = S::fma(x0, S::load(wk + n), a);
           a = S::fma(x1, S::load(wk + ld + n), a);
@@ -160,7 +174,7 @@ struct GemvPlain {
 template <class S, int... NBs>
 struct GemvF32 {
   using BlockFn = void (*)(const PackedWeights&, const float*, const float*, int64_t, float*,
-                           int64_t, int, int, int);
+                           int64_t, int, int, int, bool);
   static BlockFn pick(int NB) {
     BlockFn f = nullptr;
     ((NB == NBs ? (f = &Gemv<S, NBs>::run, 0) : 0), ...);
@@ -180,17 +194,18 @@ struct GemvF32 {
   }
   static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx,
                   float* y, int64_t ldy, int rows, int threads, void* scratch) {
+    const bool nta = !quant::cpu_is_intel();  // prefetch_row says why
     if (plain(w)) {
       // Shares of whole 16-column groups (a line of a row), contiguous per thread.
       const int groups = (w.N + 15) / 16;
       const int nt = std::max(1, std::min(threads, groups));
-      if (nt == 1) return GemvPlain<S>::run(w, bias, x, ldx, y, ldy, rows, 0, w.N);
+      if (nt == 1) return GemvPlain<S>::run(w, bias, x, ldx, y, ldy, rows, 0, w.N, nta);
 #pragma omp parallel num_threads(nt)
       {
         const int t = omp_get_thread_num(), n = omp_get_num_threads();
         const int c0 = std::min(w.N, 16 * int(int64_t(groups) * t / n));
         const int c1 = std::min(w.N, 16 * int(int64_t(groups) * (t + 1) / n));
-        if (c0 < c1) GemvPlain<S>::run(w, bias, x, ldx, y, ldy, rows, c0, c1);
+        if (c0 < c1) GemvPlain<S>::run(w, bias, x, ldx, y, ldy, rows, c0, c1, nta);
       }
       return;
     }
@@ -207,12 +222,12 @@ struct GemvF32 {
     const int blocks = (w.N + w.NB - 1) / w.NB;
     const int nt = std::max(1, std::min(threads, blocks));
     // Contiguous runs of output blocks per thread: each streams its own part of W.
-    if (nt == 1) return fn(w, bias, x, ldx, y, ldy, rows, 0, w.N);  // no parallel region for one thread
+    if (nt == 1) return fn(w, bias, x, ldx, y, ldy, rows, 0, w.N, nta);  // no parallel region for one thread
 #pragma omp parallel num_threads(nt)
     {
       const int t = omp_get_thread_num(), n = omp_get_num_threads();
       const int b0 = int(int64_t(blocks) * t / n), b1 = int(int64_t(blocks) * (t + 1) / n);
-      if (b0 < b1) fn(w, bias, x, ldx, y, ldy, rows, b0 * w.NB, std::min(w.N, b1 * w.NB));
+      if (b0 < b1) fn(w, bias, x, ldx, y, ldy, rows, b0 * w.NB, std::min(w.N, b1 * w.NB), nta);
     }
   }
   static constexpr LinearKernelImpl impl() {

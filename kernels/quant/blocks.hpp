@@ -11,6 +11,10 @@
 //   Q5_0  32 values:  d (f16), qh (uint32), 16 bytes   x = d·(q − 16), q ∈ [0, 31]; the
 //                     low 4 bits as Q4_0's nibbles, bit j of qh the 5th bit of element j.
 //                     Not computed on: re-encoded exactly as Q8_0 at load (q5_0_to_q8_0)
+//   Q4_1  32 values:  d, m (f16), 16 bytes     x = d·q + m, q ∈ [0, 15], nibbles as Q4_0's
+//   Q5_1  32 values:  d, m (f16), qh, 16 bytes x = d·q + m, q ∈ [0, 31], bits as Q5_0's.
+//                     Not computed on: re-encoded as Q8_0 plus a per-block offset at
+//                     load (load_only.cpp)
 //   Q4_K  256 values: d, dmin (f16), 12 bytes of 6-bit scales/mins, 128 bytes of nibbles;
 //                     8 sub-blocks of 32, x = d·sc_j·q − dmin·m_j, q ∈ [0, 15];
 //                     bytes 32c..32c+31 hold sub-block 2c in their low nibbles, 2c+1 in the high
@@ -41,6 +45,15 @@ struct BlockQ5_0 {
   uint8_t qh[4];  // a little-endian uint32 (bytes: the block is 2-byte aligned)
   uint8_t q[kQK / 2];
 };
+struct BlockQ4_1 {
+  uint16_t d, m;
+  uint8_t q[kQK / 2];
+};
+struct BlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];  // a little-endian uint32, as Q5_0's
+  uint8_t q[kQK / 2];
+};
 struct BlockQ4_K {
   uint16_t d, dmin;
   uint8_t scales[12];
@@ -59,6 +72,7 @@ struct BlockQ6_K {
   uint16_t d;
 };
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22, "GGUF block sizes");
+static_assert(sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_1) == 24, "GGUF block sizes");
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210,
               "GGUF block sizes");
 

@@ -157,6 +157,11 @@ bool cpu_int8_multiply_slow() {
 
 void set_int8_multiply_slow_override(int v) { int8_multiply_slow_override.store(v < 0 ? -1 : v != 0); }
 
+bool cpu_is_intel() {
+  static const bool intel = detect_bf16_dot_slow();  // (that detection is the vendor's)
+  return intel;
+}
+
 bool cpu_bf16_dot_slow() {
   static const bool slow = detect_bf16_dot_slow();
   const int o = bf16_dot_slow_override.load(std::memory_order_relaxed);

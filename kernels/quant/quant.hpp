@@ -25,8 +25,10 @@
 namespace headwise::kernels::quant {
 
 // ggml's type ids (what GGUF stores per tensor).
+// q4_1, q5_0 and q5_1 are read at load only (load_only.cpp): not in the catalogue, no
+// type_info().
 enum class WType : uint32_t {
-  f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30
+  f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30
 };
 
 // What a type's products take as input rows.
@@ -66,6 +68,28 @@ bool parse_wtype(const char* s, WType* out);
 // where a Q4_K row is not whole 256-blocks (a Q4_K_M file of a model whose width is
 // 576, 896, ...), so such files load and run on the Q8_0 kernels.
 void q5_0_to_q8_0(const void* q5_0, void* q8_0, int64_t blocks);
+// K elements of Q5_0 rows (blocks back to back) as floats: d·(q − 16), ggml's numbers.
+void dequantize_q5_0(const void* w, float* out, int64_t K);
+
+// GGUF Q4_1 and Q5_1 (load_only.cpp): blocks of 32 with an f16 scale d and an f16
+// offset m, x = d·q + m, q ∈ [0, 15] / [0, 31]. llama-quantize writes Q5_1 where a Q5_K
+// row is not whole 256-blocks (a Q5_K_M file of a model 576 or 896 wide), Q4_1 on
+// request. They are not computed on: the loader's products re-encode them as Q8_0 rows
+// with the same d and q − o (o = 8 for Q4_1, 16 for Q5_1: every such weight fits int8)
+// and each block's offset c = m + o·d as an f32, so x = d·(q − o) + c — the same number
+// but for c's one f32 rounding (none where m and o·d are within a factor of 2¹³) —
+// and a product is the Q8_0 one plus Σ_blocks c·(the block's sum of the inputs)
+// (graph/projection.hpp, create_offset_blocks).
+// Dequantization as ggml's: float(q)·d + m (d·q is exact in f32).
+void dequantize_q4_1(const void* w, float* out, int64_t K);
+void dequantize_q5_1(const void* w, float* out, int64_t K);
+// `blocks` blocks (back to back) as Q8_0 blocks and their offsets, one float a block.
+void q4_1_to_q8_0(const void* q4_1, void* q8_0, float* offsets, int64_t blocks);
+void q5_1_to_q8_0(const void* q5_1, void* q8_0, float* offsets, int64_t blocks);
+// Bytes of a block of a type read at load only (Q5_0, Q4_1, Q5_1: blocks of
+// kLoadOnlyBlock elements), or 0.
+constexpr int kLoadOnlyBlock = 32;
+int load_only_block_bytes(WType t);
 
 // Bytes of one row of K elements (K a multiple of the block).
 inline size_t row_bytes(const TypeInfo& t, int64_t K) { return size_t(K / t.block) * t.block_bytes; }
@@ -109,6 +133,10 @@ void set_int8_multiply_slow_override(int v);
 bool cpu_half_rows_nontemporal(Isa isa);
 // Tests: 1 or 0 forces the answer for every ISA, -1 restores detection.
 void set_half_rows_nontemporal_override(int v);
+
+// True on an Intel CPU (cpuid's vendor string), whose caches do not keep a line asked for
+// with prefetchnta in the L3 (kernels/matmul/linear_f32_gemv_impl.hpp, prefetch_row).
+bool cpu_is_intel();
 
 // True on CPUs whose AVX512-BF16 dot product (vdpbf16ps) runs below the fp32 FMA rate:
 // Intel's. Measured on an Emerald Rapids VM without AMX (2026-12-03): the peak probe's

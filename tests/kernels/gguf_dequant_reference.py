@@ -18,7 +18,10 @@ import tempfile
 TYPES = {"f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_K": "Q4_K", "q5_K": "Q5_K",
          "q6_K": "Q6_K",
          # Q5_0 blocks re-encoded as Q8_0 (kernels/quant/quant.hpp: q5_0_to_q8_0), then dequantized
-         "q5_0": "Q5_0"}
+         "q5_0": "Q5_0",
+         # Q4_1 / Q5_1 as the products take them (Q8_0 rows plus one offset a block: c =
+         # m + o·d rounded once, d·(q − o) + c rounded again) and dequantized directly
+         "q4_1": "Q4_1", "q5_1": "Q5_1", "q4_1_direct": "Q4_1", "q5_1_direct": "Q5_1"}
 
 
 def main():

@@ -379,6 +379,63 @@ TEST(QuantSemantics, Q5_0ReencodesAsQ8_0Exactly) {
   }
 }
 
+// Q4_1 / Q5_1 → Q8_0 + offsets: x = d·q + m becomes d·(q − o) + c with c = m + o·d (o = 8
+// / 16), against blocks built by hand (5th bits of Q5_1 as Q5_0's), and every q value; the
+// dequantizers give ggml's float(q)·d + m, which equals d·(q − o) + c exactly where c is
+// exact (m and o·d of like magnitude, as here).
+TEST(QuantSemantics, Q4_1AndQ5_1ReencodeAsQ8_0PlusOffsets) {
+  BlockQ5_1 b{};
+  b.d = f32_to_half(0.25f);
+  b.m = f32_to_half(-3.5f);
+  const uint32_t qh = 0x80000001u | 1u << 17;  // elements 0, 17 and 31 have the 5th bit
+  std::memcpy(b.qh, &qh, 4);
+  for (int j = 0; j < 16; ++j) b.q[j] = uint8_t(j | (15 - j) << 4);
+  BlockQ8_0 y{};
+  float c = 0;
+  q5_1_to_q8_0(&b, &y, &c, 1);
+  EXPECT_EQ(y.d, b.d);
+  EXPECT_EQ(c, -3.5f + 16 * 0.25f);
+  float ref[kQK];
+  dequantize_q5_1(&b, ref, kQK);
+  for (int j = 0; j < 16; ++j) {
+    const int q0 = j | (j == 0 ? 16 : 0), q1 = (15 - j) | (j == 1 || j == 15 ? 16 : 0);
+    EXPECT_EQ(y.q[j], q0 - 16) << j;
+    EXPECT_EQ(y.q[j + 16], q1 - 16) << j + 16;
+    EXPECT_EQ(ref[j], 0.25f * q0 - 3.5f) << j;
+    EXPECT_EQ(ref[j + 16], 0.25f * q1 - 3.5f) << j + 16;
+  }
+  for (int v = 0; v < 32; ++v) {
+    BlockQ5_1 c5{};
+    c5.d = f32_to_half(0.375f);
+    c5.m = f32_to_half(-7.0f);
+    for (int j = 0; j < 16; ++j) c5.q[j] = uint8_t((v & 15) | (v & 15) << 4);
+    const uint32_t h = v & 16 ? 0xFFFFFFFFu : 0u;
+    std::memcpy(c5.qh, &h, 4);
+    q5_1_to_q8_0(&c5, &y, &c, 1);
+    dequantize_q5_1(&c5, ref, kQK);
+    for (int j = 0; j < kQK; ++j) {
+      ASSERT_EQ(y.q[j], v - 16) << v << " " << j;
+      ASSERT_EQ(0.375f * y.q[j] + c, ref[j]) << v << " " << j;
+      ASSERT_EQ(ref[j], 0.375f * v - 7.0f) << v << " " << j;
+    }
+    if (v >= 16) continue;
+    BlockQ4_1 c4{};
+    c4.d = c5.d;
+    c4.m = c5.m;
+    for (int j = 0; j < 16; ++j) c4.q[j] = uint8_t(v | (15 - v) << 4);
+    q4_1_to_q8_0(&c4, &y, &c, 1);
+    dequantize_q4_1(&c4, ref, kQK);
+    EXPECT_EQ(c, -7.0f + 8 * 0.375f);
+    for (int j = 0; j < 16; ++j) {
+      ASSERT_EQ(y.q[j], v - 8) << v << " " << j;
+      ASSERT_EQ(y.q[j + 16], 15 - v - 8) << v << " " << j;
+      ASSERT_EQ(ref[j], 0.375f * v - 7.0f) << v << " " << j;
+      ASSERT_EQ(ref[j + 16], 0.375f * (15 - v) - 7.0f) << v << " " << j;
+      ASSERT_EQ(0.375f * y.q[j] + c, ref[j]) << v << " " << j;
+    }
+  }
+}
+
 // One case for gguf_dequant_reference.py: the raw rows, headwise's values, the row count.
 void write_case(const std::string& base, const std::vector<uint8_t>& w, const std::vector<float>& y, int rows) {
   FILE* f = fopen((base + ".bin").c_str(), "wb");
@@ -440,6 +497,32 @@ TEST(QuantSemantics, DequantizationMatchesGgufPy) {
     std::vector<float> y(size_t(rows) * blocks * kQK);
     type_info(WType::q8_0)->dequantize(q8.data(), y.data(), int64_t(y.size()));
     write_case(dir + "/q5_0", w, y, rows);
+    std::vector<float> direct(y.size());  // convert's and the embedding's reading
+    dequantize_q5_0(w.data(), direct.data(), int64_t(direct.size()));
+    EXPECT_EQ(direct, y);
+  }
+  // Q4_1 and Q5_1, as the products take them: Q8_0 rows plus one offset a block (the
+  // values d·(q − o) + c); and dequantize_q4_1/q5_1 (the embedding's, convert's), apart.
+  for (const WType t : {WType::q4_1, WType::q5_1}) {
+    const int rows = 3, blocks = 7, bb = load_only_block_bytes(t);
+    std::vector<uint8_t> w(size_t(rows) * blocks * bb);
+    for (uint8_t& b : w) b = uint8_t(byte(g));
+    for (size_t off = 0; off < w.size(); off += bb) {
+      const uint16_t d = finite_half(), m = finite_half();
+      std::memcpy(w.data() + off, &d, 2);
+      std::memcpy(w.data() + off + 2, &m, 2);
+    }
+    std::vector<uint8_t> q8(size_t(rows) * blocks * sizeof(BlockQ8_0));
+    std::vector<float> c(size_t(rows) * blocks);
+    (t == WType::q4_1 ? q4_1_to_q8_0 : q5_1_to_q8_0)(w.data(), q8.data(), c.data(), int64_t(rows) * blocks);
+    std::vector<float> y(size_t(rows) * blocks * kQK);
+    type_info(WType::q8_0)->dequantize(q8.data(), y.data(), int64_t(y.size()));
+    for (size_t i = 0; i < y.size(); ++i) y[i] += c[i / kQK];
+    const std::string name = t == WType::q4_1 ? "q4_1" : "q5_1";
+    write_case(dir + "/" + name, w, y, rows);
+    std::vector<float> direct(y.size());
+    (t == WType::q4_1 ? dequantize_q4_1 : dequantize_q5_1)(w.data(), direct.data(), int64_t(direct.size()));
+    write_case(dir + "/" + name + "_direct", w, direct, rows);
   }
   const std::string cmd = std::string(HEADWISE_PYTHON) + " " + HEADWISE_SOURCE_DIR +
                           "/tests/kernels/gguf_dequant_reference.py --bundle " + bundle + " --dir " + dir;
