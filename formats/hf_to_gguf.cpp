@@ -21,6 +21,8 @@ uint32_t ggml_type_of(graph::DType t) {
     case graph::DType::q4_k: return 12;
     case graph::DType::q5_k: return 13;
     case graph::DType::q6_k: return 14;
+    case graph::DType::q4_1: return 3;
+    case graph::DType::q5_1: return 7;
   }
   return kGgmlF32;
 }

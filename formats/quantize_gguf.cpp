@@ -66,10 +66,17 @@ Status to_floats(const GgufTensor& t, std::vector<float>* out) {
     case kGgmlBF16: graph::to_f32(graph::DType::bf16, t.data, size_t(n), out->data()); return Status::Ok();
     default: break;
   }
+  // The types read at load only (blocks of 32, back to back across rows).
+  const auto lt = static_cast<hq::WType>(t.type);
+  if (hq::load_only_block_bytes(lt) && !t.ne.empty() && t.ne[0] % hq::kLoadOnlyBlock == 0) {
+    auto* fn = lt == hq::WType::q5_0 ? hq::dequantize_q5_0 : lt == hq::WType::q4_1 ? hq::dequantize_q4_1 : hq::dequantize_q5_1;
+    fn(t.data, out->data(), n);
+    return Status::Ok();
+  }
   const hq::TypeInfo* ti = hq::type_info(static_cast<hq::WType>(t.type));
   if (!ti || t.ne.empty() || t.ne[0] % ti->block != 0)
     return unsupported(std::string("tensor '") + t.name + "' has type " + t.type_name() +
-                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q5_0, Q4_1, Q5_1)");
   const int64_t K = t.ne[0], rows = n / K;
   for (int64_t r = 0; r < rows; ++r) ti->dequantize(t.data + size_t(r) * hq::row_bytes(*ti, K), out->data() + r * K, K);
   return Status::Ok();

@@ -21,6 +21,8 @@ const char* dtype_name(DType t) {
     case DType::q4_k: return "Q4_K";
     case DType::q5_k: return "Q5_K";
     case DType::q6_k: return "Q6_K";
+    case DType::q4_1: return "Q4_1";
+    case DType::q5_1: return "Q5_1";
   }
   return "?";
 }
@@ -30,7 +32,8 @@ size_t dtype_size(DType t) {
     case DType::f32: return 4;
     case DType::f16: return 2;
     case DType::bf16: return 2;
-    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q5_k: case DType::q6_k: return 0;
+    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q5_k: case DType::q6_k:
+    case DType::q4_1: case DType::q5_1: return 0;
   }
   return 0;
 }
@@ -39,6 +42,8 @@ bool dtype_is_block(DType t) { return dtype_size(t) == 0; }
 
 size_t dtype_row_bytes(DType t, int64_t cols) {
   if (!dtype_is_block(t)) return dtype_size(t) * size_t(cols);
+  if (const int bb = kernels::quant::load_only_block_bytes(dtype_quant_type(t)))  // Q4_1, Q5_1
+    return size_t(cols / kernels::quant::kLoadOnlyBlock) * size_t(bb);
   return kernels::quant::row_bytes(*kernels::quant::type_info(dtype_quant_type(t)), cols);
 }
 
@@ -117,6 +122,8 @@ void to_f32(DType t, const uint8_t* src, size_t n, float* dst) {
       ti->dequantize(src, dst, int64_t(n));
       return;
     }
+    case DType::q4_1: kernels::quant::dequantize_q4_1(src, dst, int64_t(n)); return;
+    case DType::q5_1: kernels::quant::dequantize_q5_1(src, dst, int64_t(n)); return;
   }
 }
 
@@ -130,6 +137,8 @@ kernels::quant::WType dtype_quant_type(DType t) {
     case DType::q4_k: return WType::q4_k;
     case DType::q5_k: return WType::q5_k;
     case DType::q6_k: return WType::q6_k;
+    case DType::q4_1: return WType::q4_1;
+    case DType::q5_1: return WType::q5_1;
     case DType::f32: break;
   }
   return WType::f32;

@@ -126,6 +126,7 @@ kernels::WeightType weight_type_of(DType t) {
     case DType::q4_k: return kernels::WeightType::q4_k;
     case DType::q5_k: return kernels::WeightType::q5_k;
     case DType::q6_k: return kernels::WeightType::q6_k;
+    case DType::q4_1: case DType::q5_1: break;  // no kernels: Projection::create_offset_blocks
   }
   return kernels::WeightType::f32;
 }
@@ -161,7 +162,15 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
     for (int w : widths) {
       std::unique_ptr<Projection> p;
       Status s;
-      if (n.wq) {  // weights in their stored type: rows [col, col + w) of [N][K]
+      if (n.wq && (n.wq_type == DType::q4_1 || n.wq_type == DType::q5_1)) {  // as Q8_0 + offsets
+        const size_t rb = dtype_row_bytes(n.wq_type, n.K);
+        s = n.K % kernels::quant::kLoadOnlyBlock != 0
+                ? Status(StatusCode::unsupported, "rows of " + std::to_string(n.K) + " " + dtype_name(n.wq_type) +
+                                                      " weights are not whole blocks")
+                : Projection::create_offset_blocks(dtype_quant_type(n.wq_type),
+                                                   static_cast<const uint8_t*>(n.wq) + size_t(col) * rb, n.K, w,
+                                                   n.b ? n.b + col : nullptr, plan->isa, &p, plan->weight_arena.get());
+      } else if (n.wq) {  // weights in their stored type: rows [col, col + w) of [N][K]
         const kernels::WeightType wt = weight_type_of(n.wq_type);
         const size_t rb = size_t(n.K / kernels::weight_block_elems(wt)) * kernels::weight_block_bytes(wt);
         s = n.K % kernels::weight_block_elems(wt) != 0

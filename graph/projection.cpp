@@ -31,12 +31,18 @@ constexpr int kLayoutRows = 256;
 // Primitives are made for dense rows (ldx = K, ldy = N): the plan's memory plan keeps
 // activations dense, and oneDNN 2.6 runs strided matmuls on its reference path.
 // src_dt: f32, or bf16 for BF16 weights (oneDNN 2.6 multiplies bf16 by bf16 only).
+// sum: the product is added to what dst holds (a post-op), not written over it.
 dnnl::matmul::primitive_desc make_pd(int M, int K, int N, const memory::desc& wmd, bool bias,
-                                     dt src_dt = dt::f32) {
+                                     dt src_dt = dt::f32, bool sum = false) {
   const memory::desc src({M, K}, src_dt, tag::ab);
   const memory::desc dst({M, N}, dt::f32, tag::ab);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // the session brings scratch
+  if (sum) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
   if (bias) {
     const memory::desc bmd({1, N}, dt::f32, tag::ab);
     return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wmd, bmd, dst), attr, cpu_engine());
@@ -110,6 +116,7 @@ struct Projection::Onednn {
   memory bias;        // (1, N) or empty
   std::vector<Class> classes;  // ascending rows
   bool bf16 = false;  // bf16 weights and inputs (inputs rounded into staging per call)
+  bool sum = false;   // the classes add to y (create_f32_in's accumulate; the small kernel does not)
 };
 
 Projection::~Projection() = default;
@@ -132,14 +139,25 @@ void* Projection::own_memory(size_t bytes, WeightArena* arena) {
 Status Projection::create_f32(const float* w, int K, int N, int64_t stride_k, int64_t stride_n,
                               const float* bias, kernels::Isa isa, std::unique_ptr<Projection>* out,
                               WeightArena* arena) {
+  return create_f32_in(w, K, N, stride_k, stride_n, bias, isa, /*plain=*/false, /*accumulate=*/false, out, arena);
+}
+
+// plain: the weights in oneDNN's plain "ab" layout (W(k, n) at k·N + n) rather than the
+// blocked one it prefers: its slices start at any multiple of 16 columns (slice_rows()).
+// accumulate: oneDNN's classes add x·W to y (run() of whole classes only: its small
+// kernel for the rows below them writes y).
+Status Projection::create_f32_in(const float* w, int K, int N, int64_t stride_k, int64_t stride_n,
+                                 const float* bias, kernels::Isa isa, bool plain, bool accumulate,
+                                 std::unique_ptr<Projection>* out, WeightArena* arena) {
   auto p = std::unique_ptr<Projection>(new Projection);
   p->K_ = K;
   p->N_ = N;
   p->dnn_ = std::make_unique<Onednn>();
   Onednn& d = *p->dnn_;
+  d.sum = accumulate;
   try {
     const memory::desc any({K, N}, dt::f32, tag::any);
-    d.wmd = make_pd(kLayoutRows, K, N, any, bias != nullptr).weights_desc();
+    d.wmd = plain ? memory::desc({K, N}, dt::f32, tag::ab) : make_pd(kLayoutRows, K, N, any, bias != nullptr).weights_desc();
     // Reorder from the caller's strided layout into the blocked one.
     const memory::desc given({K, N}, dt::f32, memory::dims{stride_k, stride_n});
     memory src(given, cpu_engine(), const_cast<float*>(w));
@@ -168,7 +186,7 @@ Status Projection::create_f32(const float* w, int K, int N, int64_t stride_k, in
     for (int rows = p->small_ ? kMinClassRows : 1; rows <= kMaxClassRows; rows *= 2) {
       Onednn::Class c;
       c.rows = rows;
-      auto pd = make_pd(rows, K, N, d.wmd, bias != nullptr);
+      auto pd = make_pd(rows, K, N, d.wmd, bias != nullptr, dt::f32, accumulate);
       c.prim = dnnl::matmul(pd);
       c.pad_bytes = pd.scratchpad_desc().get_size();
       c.impl = pd.impl_info_str();
@@ -425,6 +443,10 @@ size_t Projection::staging_bytes(int rows) const {
 }
 
 size_t Projection::scratch_bytes(int rows) const {
+  return offsets_ ? round64(stored_scratch_bytes(rows)) + offsets_scratch_bytes(rows) : stored_scratch_bytes(rows);
+}
+
+size_t Projection::stored_scratch_bytes(int rows) const {
   size_t pad = 0, small = 0;
   if (widen_ && rows >= widen_->min_rows()) {  // widened | the small kernel for the last rows
     const int rest = std::min(rows, widen_->min_rows() - 1);
@@ -442,6 +464,7 @@ size_t Projection::scratch_bytes(int rows) const {
 }
 
 int Projection::gated_rows(const Projection& up, int M) const {
+  if (offsets_ || up.offsets_) return 0;  // the gate's offsets come before its swiglu
   if (!widen_ || !up.widen_ || M < widen_->min_rows() || M < up.widen_->min_rows()) return 0;
   return widen_->can_gate(*up.widen_) ? Widened16::rows_taken(M) : 0;
 }
@@ -455,6 +478,13 @@ Status Projection::run_gated(const Projection& up, kernels::AmxCombine combine, 
 
 Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
                        void* scratch) const {
+  const Status s = run_stored(x, ldx, y, ldy, M, threads, scratch);
+  if (!s.ok() || !offsets_ || M <= 0) return s;
+  return add_offsets(x, ldx, y, ldy, M, threads, static_cast<char*>(scratch) + round64(stored_scratch_bytes(M)));
+}
+
+Status Projection::run_stored(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
+                              void* scratch) const {
   if (M <= 0) return Status::Ok();
   if (widen_ && M >= widen_->min_rows()) {
     const int taken = Widened16::rows_taken(M);
@@ -501,6 +531,8 @@ Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M
       float* xs = stage;
       yd = stage + size_t(rows) * K_;
       for (int r = 0; r < rows; ++r) std::memcpy(xs + size_t(r) * K_, xr + r * ldx, K_ * sizeof(float));
+      if (dnn_->sum)  // what the product is added to
+        for (int r = 0; r < rows; ++r) std::memcpy(yd + size_t(r) * N_, yr + r * ldy, N_ * sizeof(float));
       xd = xs;
     }
     try {
@@ -531,17 +563,24 @@ bool Projection::can_slice(int M) const {
   if (!small_ || M < 1) return false;
   if (widen_ && M >= widen_->min_rows()) return false;
   if (dnn_ && !dnn_->classes.empty() && M >= dnn_->classes.front().rows) return false;
+  if (offsets_ && !offsets_->can_slice(M)) return false;
   return small_->impl->max_rows == 0 || M <= small_->impl->max_rows;
 }
 
 int Projection::slice_rows() const {
+  // Offset blocks: slices start where both the weights' and the offsets' may (powers of two).
+  return offsets_ ? std::max(stored_slice_rows(), offsets_->slice_rows()) : stored_slice_rows();
+}
+
+int Projection::stored_slice_rows() const {
   if (packed_.repacked) return 2 * small_->impl->repack_rows;  // two panels: Q8_0, Q4_0, Q4_K and Q5_K pair their 8-row panels
   if (packed_.type == kernels::WeightType::f32 && packed_.NB == 0) return 16;  // plain: a line of a row
   return packed_.NB > 1 ? packed_.NB : 1;
 }
 
 size_t Projection::slice_scratch_bytes(int M) const {
-  return small_ ? round64(small_->impl->scratch_bytes(packed_, M)) : 0;
+  const size_t stored = small_ ? round64(small_->impl->scratch_bytes(packed_, M)) : 0;
+  return offsets_ ? stored + offsets_slice_scratch_bytes(M) : stored;
 }
 
 // The weights of output rows [n0, n1) as a packing of their own: every layout keeps an
@@ -562,6 +601,9 @@ void Projection::run_slice(const float* x, int64_t ldx, float* y, int64_t ldy, i
   }
   w.N = n1 - n0;
   small_->impl->run(w, bias_ ? bias_ + n0 : nullptr, x, ldx, y + n0, ldy, M, 1, scratch);
+  if (offsets_)
+    add_offsets_slice(x, ldx, y, ldy, M, n0, n1,
+                      static_cast<char*>(scratch) + round64(small_->impl->scratch_bytes(packed_, M)));
 }
 
 std::string Projection::small_kernel() const {
@@ -570,6 +612,11 @@ std::string Projection::small_kernel() const {
 }
 
 std::string Projection::implementation(int M) const {
+  const std::string stored = stored_implementation(M);
+  return offsets_ ? stored + " + offsets " + offsets_->implementation(M) : stored;
+}
+
+std::string Projection::stored_implementation(int M) const {
   if (widen_ && M >= widen_->min_rows()) {
     const int rest = M - Widened16::rows_taken(M);
     return widen_->implementation(M) + (rest ? " + " + small_kernel() + "×" + std::to_string(rest) : "");

@@ -22,6 +22,7 @@
 #include "headwise/status.hpp"
 #include "kernels/matmul/gemm_bf16_amx.hpp"
 #include "kernels/matmul/linear.hpp"
+#include "kernels/quant/quant.hpp"
 
 namespace headwise::graph {
 
@@ -93,6 +94,18 @@ class Projection {
   static Status create_typed(kernels::WeightType type, const void* w, int K, int N,
                              const float* bias, kernels::Isa isa,
                              std::unique_ptr<Projection>* out, WeightArena* arena = nullptr);
+  // Q4_1 or Q5_1 weights as stored ([N][K] rows of GGUF blocks of 32, x = d·q + m):
+  // re-encoded here as Q8_0 rows of q − o, made as create_typed makes Q8_0 (kernels,
+  // panels, prefill paths), and an f32 projection of the K/32 blocks' offsets c = m + o·d
+  // (kernels/quant/quant.hpp, q4_1_to_q8_0), so that y = x·W₈ + s(x)·C + b, s(x) the
+  // sums of each block of 32 inputs (projection_offsets.cpp). The stored rows are read
+  // once here; the Q8_0 copy takes 34 bytes a block (Q4_1: 20, Q5_1: 24), the offsets 4
+  // more. Why not a kernel of their own: these are llama-quantize's stand-ins where a
+  // K-quant row is not whole 256-blocks (Q5_1 for Q5_K), and this way every Q8_0 path
+  // serves them (measured, llama-134m: decode within 0–15% of Q8_0's, prefill ~70% of it).
+  static Status create_offset_blocks(kernels::quant::WType type, const void* w, int K, int N,
+                                     const float* bias, kernels::Isa isa,
+                                     std::unique_ptr<Projection>* out, WeightArena* arena = nullptr);
   ~Projection();
 
   // y = x·W (+ b) for M rows; x rows ldx floats apart, y rows ldy apart. `threads` ≥ 1
@@ -144,6 +157,20 @@ class Projection {
   size_t staging_bytes(int rows) const;
   // Bytes of dense staging a pass of `rows` strided rows takes (see split_rows).
   size_t strided_stage_bytes(int rows) const;
+  // run() and scratch_bytes() of the weights themselves; the offset blocks' term
+  // (projection_offsets.cpp) goes after them.
+  Status run_stored(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads, void* scratch) const;
+  size_t stored_scratch_bytes(int rows) const;
+  Status add_offsets(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads, void* scratch) const;
+  size_t offsets_scratch_bytes(int rows) const;
+  void add_offsets_slice(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
+                         void* scratch) const;
+  size_t offsets_slice_scratch_bytes(int M) const;
+  std::string stored_implementation(int M) const;
+  int stored_slice_rows() const;
+  static Status create_f32_in(const float* w, int K, int N, int64_t stride_k, int64_t stride_n, const float* bias,
+                              kernels::Isa isa, bool plain, bool accumulate, std::unique_ptr<Projection>* out,
+                              WeightArena* arena);
   Status prepare_bf16_onednn(const uint16_t* w, kernels::Isa isa);  // BF16 prefill (see projection.cpp)
   Status repack_weights(WeightArena* arena);       // the small kernel's own layout (see projection.cpp)
   Status copy_mapped_rows(WeightArena* arena);     // stored rows out of a file mapping (ditto)
@@ -176,6 +203,11 @@ class Projection {
   const kernels::LinearKernel* small_ = nullptr;  // registry kernel, or null
   std::unique_ptr<Onednn> dnn_;            // f32, and bf16 on a CPU with AVX512-BF16
   std::unique_ptr<Widened16> widen_;       // prefill of f16 (avx512), of bf16 where its dot is slow
+  // create_offset_blocks: the blocks' offsets, K/32 → N (f32, plain layout: it slices
+  // with the weights), and the Q8_0 rows while the kernel reads them as they are (not
+  // repacked).
+  std::unique_ptr<Projection> offsets_;
+  std::vector<uint8_t> reencoded_;
 };
 
 }  // namespace headwise::graph

@@ -62,16 +62,16 @@ def main():
     cases.append(("unknown GGUF architecture", patch(gguf, os.path.join(w, "arch.gguf"), arch),
                   ["arch.gguf", "'bloom'", "llama", "qwen3", "gpt2"]))
 
-    def q5(b):  # (Q8_0 and the other low-bit types of kernels/quant load since issue 10, Q5_0 as Q8_0)
-        struct.pack_into("<I", b, tensor_type_at(b, "blk.1.ffn_up.weight"), 7)  # Q5_1
-    cases.append(("unsupported tensor type", patch(gguf, os.path.join(w, "q5.gguf"), q5),
-                  ["q5.gguf", "blk.1.ffn_up.weight", "Q5_1"]))
+    def q2(b):  # (Q8_0 and the other low-bit types of kernels/quant load since issue 10, Q5_0/Q4_1/Q5_1 through Q8_0)
+        struct.pack_into("<I", b, tensor_type_at(b, "blk.1.ffn_up.weight"), 10)  # Q2_K
+    cases.append(("unsupported tensor type", patch(gguf, os.path.join(w, "q2.gguf"), q2),
+                  ["q2.gguf", "blk.1.ffn_up.weight", "Q2_K"]))
 
     # Q5_0 tensors are re-encoded as Q8_0 copies at load: a file whose Q5_0 tensors all
     # point at the same bytes must not make those copies grow past the file's size.
-    import gguf_q5_0
+    import gguf_rewrite
     q5_file = os.path.join(w, "q5_0.gguf")
-    q5_names = gguf_q5_0.rewrite_as_q5_0(gguf, q5_file)
+    q5_names = gguf_rewrite.rewrite_as_q5_0(gguf, q5_file)
     common.run_cli(args.headwise, ["run", q5_file] + RUN_ARGS)  # the file itself runs
 
     def overlap(b):
@@ -82,7 +82,18 @@ def main():
             struct.pack_into("<QQ", b, at - 16, ne0, ne1)  # token_embd's shape, its bytes
             struct.pack_into("<Q", b, at + 4, 0)           # all at the data's start
     cases.append(("overlapping Q5_0 tensors", patch(q5_file, os.path.join(w, "q5_overlap.gguf"), overlap),
-                  ["q5_overlap.gguf", "Q5_0 tensors", "exceed the file", "overlap"]))
+                  ["q5_overlap.gguf", "Q5_1 tensors", "exceed the file", "overlap"]))
+    # Q5_1 (and Q4_1) tensors are re-encoded by the plan: the same bound.
+    q51_file = os.path.join(w, "q5_1.gguf")
+    q5_names = gguf_rewrite.rewrite_as(gguf, q51_file, "q5_1")
+    common.run_cli(args.headwise, ["run", q51_file] + RUN_ARGS)
+    # convert reads the types it does not write (to_floats: Q5_0, Q4_1, Q5_1) as well
+    for src in (q5_file, q51_file):
+        out = src.replace(".gguf", "-as-q8_0.gguf")
+        common.run_cli(args.headwise, ["convert", src, "--weights", "q8_0", "-o", out])
+        common.run_cli(args.headwise, ["run", out] + RUN_ARGS)
+    cases.append(("overlapping Q5_1 tensors", patch(q51_file, os.path.join(w, "q51_overlap.gguf"), overlap),
+                  ["q51_overlap.gguf", "Q5_1 tensors", "exceed the file", "overlap"]))
 
     def bf(b):
         struct.pack_into("<I", b, tensor_type_at(b, "blk.0.ffn_down.weight"), 20)  # IQ4_NL

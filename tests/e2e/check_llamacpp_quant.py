@@ -26,10 +26,14 @@ cannot hide under these bounds.
 
 Q5_0, which llama-quantize writes where a Q4_K row is not whole 256-blocks (Q4_K_M
 files of models 576 or 896 wide) and headwise re-encodes as Q8_0 at load: the f32 file's
-matrices rewritten as Q5_0 by gguf_q5_0.py (ggml's reference quantizer, in NumPy), held
+matrices rewritten as Q5_0 by gguf_rewrite.py (ggml's reference quantizer, in NumPy), held
 to the same bounds against llama.cpp, which reads Q5_0 natively. Its mean KL to headwise's
 own f32 must come in under half of Q4_0's (measured 0.066 against 0.22): a 5th bit
-dropped or misplaced, in the file or in the reading, would not.
+dropped or misplaced, in the file or in the reading, would not. Q4_1 and Q5_1 (x = d·q +
+m; Q5_1 is llama-quantize's stand-in for Q5_K), which headwise runs as Q8_0 rows plus one
+offset a block, likewise: the same bounds against llama.cpp (an offset lost or misplaced
+moves every weight of a block and the logits by O(1)), and Q5_1's mean KL to f32 under
+half of Q4_1's.
 
 Q5_K against Q4_K on the same inputs: headwise's own distributions on each file are
 also compared with headwise's on the f32 file (printed: mean KL(f32 || type)). Q5_K's
@@ -54,6 +58,8 @@ MAX_KL = 2e-2
 F16_OWN_KL = 2e-5
 MEAN_KL = 5e-3
 TYPES = ["f16", "bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m"]
+# written by gguf_rewrite.py (llama-quantize's stand-ins; headwise has no writer for them)
+REWRITTEN = ["q5_0", "q4_1", "q5_1"]
 # the types convert's report must show for a mix (its base type and the more-bits Q6_K)
 EXPECT_TYPES = {"q4_k_m": ["Q4_K", "Q6_K"], "q5_k_m": ["Q5_K", "Q6_K"]}
 
@@ -106,11 +112,12 @@ def main():
             if f"-> {want}" not in log:
                 common.fail(f"convert --weights {t} wrote no {want} tensor:\n{log}")
         files[t] = out
-    import gguf_q5_0
-    files["q5_0"] = os.path.join(args.workdir, "llama256-q5_0.gguf")
-    rewritten = gguf_q5_0.rewrite_as_q5_0(f32, files["q5_0"])
-    if "blk.0.attn_q.weight" not in rewritten or "token_embd.weight" not in rewritten:
-        common.fail(f"gguf_q5_0 rewrote only {rewritten}")
+    import gguf_rewrite
+    for t in REWRITTEN:
+        files[t] = os.path.join(args.workdir, f"llama256-{t}.gguf")
+        rewritten = gguf_rewrite.rewrite_as(f32, files[t], t)
+        if "blk.0.attn_q.weight" not in rewritten or "token_embd.weight" not in rewritten:
+            common.fail(f"gguf_rewrite as {t} rewrote only {rewritten}")
     lc = llamacpp(args, list(files.values()))
     failures = []
     for t, gguf in files.items():
@@ -136,6 +143,8 @@ def main():
         failures.append(f"q5_k_m's mean KL to f32 {own['q5_k_m']:.3g} is not under half of q4_k_m's {own['q4_k_m']:.3g}")
     if not own["q5_0"] < 0.5 * own["q4_0"]:
         failures.append(f"q5_0's mean KL to f32 {own['q5_0']:.3g} is not under half of q4_0's {own['q4_0']:.3g}")
+    if not own["q5_1"] < 0.5 * own["q4_1"]:
+        failures.append(f"q5_1's mean KL to f32 {own['q5_1']:.3g} is not under half of q4_1's {own['q4_1']:.3g}")
     if not own["f16"] < F16_OWN_KL:
         failures.append(f"f16's mean KL to f32 {own['f16']:.3g} is not under {F16_OWN_KL:g}")
     if failures:

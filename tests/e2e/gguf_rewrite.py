@@ -1,16 +1,19 @@
-"""A GGUF file's F32 matrices rewritten as Q5_0, in NumPy, for the tests.
+"""A GGUF file's F32 matrices rewritten as Q5_0, Q4_1 or Q5_1, in NumPy, for the tests.
 
-llama-quantize writes Q5_0 where a Q4_K row is not whole 256-blocks (Q4_K_M files of
-models 576 or 896 wide), and headwise has no writer for it: this one follows ggml's
-reference quantizer (quantize_row_q5_0_ref) and the GGUF layout (a header, key/value
+llama-quantize writes Q5_0 where a Q4_K row is not whole 256-blocks and Q5_1 where a
+Q5_K row is not (Q4_K_M and Q5_K_M files of models 576 or 896 wide), and headwise has no
+writer for them: this one follows ggml's reference quantizers (quantize_row_q5_0_ref,
+quantize_row_q4_1_ref, quantize_row_q5_1_ref) and the GGUF layout (a header, key/value
 pairs copied as they are, tensor infos with the new types and offsets, the data at the
-file's alignment). Q5_0 block: d (f16), qh (uint32 little-endian: bit j the 5th bit of
-element j), 16 bytes (element j < 16 the low nibble of byte j, j + 16 its high nibble);
-x = d·(q − 16).
+file's alignment). Blocks of 32:
+  Q5_0: d (f16), qh (uint32 little-endian: bit j the 5th bit of element j), 16 bytes
+        (element j < 16 the low nibble of byte j, j + 16 its high nibble); x = d·(q − 16).
+  Q4_1: d, m (f16), 16 bytes of nibbles as Q5_0's; x = d·q + m.
+  Q5_1: d, m (f16), qh, 16 bytes as Q5_0's; x = d·q + m.
 """
 import struct
 
-GGML_F32, GGML_Q5_0 = 0, 6
+GGML_F32, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1 = 0, 3, 6, 7
 # GGUF value types → struct format of a scalar (8 string, 9 array handled apart)
 _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 
@@ -50,10 +53,7 @@ def quantize_q5_0(x):
         inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
     # (int8_t)(x·id + 16.5f) truncates toward zero; the sum is ≥ 0.5 here, so it floors
     q = np.minimum(31, np.floor(x * inv[:, None] + np.float32(16.5))).astype(np.uint32)
-    lo, hi = q[:, :16], q[:, 16:]
-    qs = ((lo & 0xF) | ((hi & 0xF) << 4)).astype(np.uint8)
-    shifts = np.arange(16, dtype=np.uint32)
-    qh = (((lo >> 4) & 1) << shifts).sum(1) + (((hi >> 4) & 1) << (shifts + 16)).sum(1)
+    qs, qh = _pack_low_high(q)
     out = np.zeros((len(x), 22), dtype=np.uint8)
     out[:, 0:2] = d.astype(np.float16).view(np.uint8).reshape(-1, 2)
     out[:, 2:6] = qh.astype("<u4").view(np.uint8).reshape(-1, 4)
@@ -61,9 +61,48 @@ def quantize_q5_0(x):
     return out.tobytes()
 
 
+def _pack_low_high(q):
+    """Quants in [0, 31] of 32-element rows as (16 nibble bytes, qh uint32) per row."""
+    import numpy as np
+    lo, hi = q[:, :16], q[:, 16:]
+    qs = ((lo & 0xF) | ((hi & 0xF) << 4)).astype(np.uint8)
+    shifts = np.arange(16, dtype=np.uint32)
+    qh = (((lo >> 4) & 1) << shifts).sum(1) + (((hi >> 4) & 1) << (shifts + 16)).sum(1)
+    return qs, qh.astype("<u4")
+
+
+def quantize_offset(x, bits):
+    """Rows of float32 (length a multiple of 32) as Q4_1 (bits 4) or Q5_1 (bits 5) bytes,
+    as ggml quantizes them: d = (max − min)/(2^bits − 1) (f32 for the division, stored
+    f16), m = min, q = min(2^bits − 1, (int)((x − min)/d + 0.5))."""
+    import numpy as np
+    x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, 32)
+    lo, hi = x.min(1), x.max(1)
+    d = ((hi - lo) / np.float32((1 << bits) - 1)).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    # (uint8_t)((x − min)·id + 0.5f): the sum is ≥ 0.5, so truncation floors it
+    q = np.floor((x - lo[:, None]) * inv[:, None] + np.float32(0.5)).astype(np.uint32)
+    q = np.minimum(q, (1 << bits) - 1)
+    qs, qh = _pack_low_high(q)
+    head = np.stack([d.astype(np.float16), lo.astype(np.float16)], 1).view(np.uint8).reshape(-1, 4)
+    if bits == 4:
+        return np.concatenate([head, qs], 1).tobytes()
+    return np.concatenate([head, qh.view(np.uint8).reshape(-1, 4), qs], 1).tobytes()
+
+
+QUANTIZERS = {"q5_0": (GGML_Q5_0, quantize_q5_0), "q4_1": (GGML_Q4_1, lambda x: quantize_offset(x, 4)),
+              "q5_1": (GGML_Q5_1, lambda x: quantize_offset(x, 5))}
+
+
 def rewrite_as_q5_0(src, dst, want=lambda name, dims: len(dims) == 2):
+    return rewrite_as(src, dst, "q5_0", want)
+
+
+def rewrite_as(src, dst, qtype, want=lambda name, dims: len(dims) == 2):
     """Copies GGUF `src` to `dst` with each F32 tensor for which want(name, dims) holds
-    stored as Q5_0; returns the names rewritten."""
+    stored as `qtype` (a QUANTIZERS key); returns the names rewritten."""
+    ggml_type, quantize = QUANTIZERS[qtype]
     import numpy as np
     with open(src, "rb") as f:
         b = f.read()
@@ -92,7 +131,7 @@ def rewrite_as_q5_0(src, dst, want=lambda name, dims: len(dims) == 2):
         n = int(np.prod(dims))
         if t == GGML_F32 and want(name, dims) and dims[0] % 32 == 0:
             x = np.frombuffer(b, dtype="<f4", count=n, offset=data_start + off)
-            blobs.append((name, dims, GGML_Q5_0, quantize_q5_0(x)))
+            blobs.append((name, dims, ggml_type, quantize(x)))
             done.append(name)
         else:
             size = {GGML_F32: 4 * n}.get(t)
