@@ -27,9 +27,11 @@ Goals (issue 10): prefill >= 1.5x llama.cpp for BF16, Q8_0, Q4_0, >= 1.3x for Q4
 decode >= 1.2x for all four; headwise decode >= 90% of the bandwidth. F32: no goal.
 
 --llama-quantize-check converts F32 GGUFs written by headwise with llama.cpp's own
-llama-quantize into those of Q8_0, Q4_0, Q4_K_M and Q5_K_M that --types names (Q5_K_M
-is not in the default list: --types q5_k_m also benchmarks it, with no goal from issue
-10; so is F16, llama.cpp's default conversion type: --types f16) and checks that headwise agrees with llama.cpp (node-llama-cpp 3.21.1,
+llama-quantize into those of Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q5_0, Q4_1 and Q5_1 that --types
+names (Q5_K_M is not in the default list: --types q5_k_m also benchmarks it, with no goal
+from issue 10; so is F16, llama.cpp's default conversion type: --types f16; and Q5_0, Q4_1
+and Q5_1, which headwise reads but does not write: their llama-134m files for the
+benchmark come from llama-quantize too, and they have no control) and checks that headwise agrees with llama.cpp (node-llama-cpp 3.21.1,
 tests/node/llamacpp_probs.mjs) on those files: the next-token
 distributions after each of 100 positions of a text, with the bounds of the test
 e2e.llamacpp_quant (tests/e2e/check_llamacpp_quant.py, which explains them) on that
@@ -68,7 +70,12 @@ SHAPES = {
 }
 TYPES = ["f32", "bf16", "q8_0", "q4_0", "q4_k_m"]
 EXTRA_TYPES = ["f16", "q5_k_m"]  # accepted by --types, not in the default list
-QUANTIZE_TYPES = ["q8_0", "q4_0", "q4_k_m", "q5_k_m"]  # what --llama-quantize-check can make
+# Types headwise reads but does not write (llama-quantize's stand-ins where a K-quant row
+# is not whole 256-blocks: Q5_0 for Q4_K, Q5_1 for Q5_K; and Q4_1): accepted by --types,
+# their llama-134m files made by llama-quantize, not headwise convert; no goal.
+LLAMA_QUANTIZE_ONLY = ["q5_0", "q4_1", "q5_1"]
+EXTRA_TYPES += LLAMA_QUANTIZE_ONLY
+QUANTIZE_TYPES = ["q8_0", "q4_0", "q4_k_m", "q5_k_m"] + LLAMA_QUANTIZE_ONLY  # what --llama-quantize-check can make
 PREFILL_GOAL = {"bf16": 1.5, "q8_0": 1.5, "q4_0": 1.5, "q4_k_m": 1.3}
 DECODE_GOAL = {t: 1.2 for t in PREFILL_GOAL}
 BW_GOAL = 90.0
@@ -153,7 +160,10 @@ def make_files(a, shape, types):
             os.remove(os.path.join(hf, f))
         os.rmdir(hf)
     for t, path in files.items():
-        if t != "f32" and not os.path.exists(path):
+        if t in LLAMA_QUANTIZE_ONLY and not os.path.exists(path):
+            log(f"llama-quantize {f32} {path} {t.upper()}")
+            run([a.llama_quantize, f32, path, t.upper(), str(a.threads)])
+        elif t != "f32" and not os.path.exists(path):
             log(f"headwise convert {f32} --weights {t}")
             run([a.headwise, "convert", f32, "--weights", t, "-o", path])
     return files, f32
@@ -424,9 +434,10 @@ def main():
         qtypes = [t for t in QUANTIZE_TYPES if t in types]
         if not qtypes:
             ap.error(f"--llama-quantize-check: --types names none of {','.join(QUANTIZE_TYPES)}")
-        small, small_f32 = make_files(a, "llama-256", qtypes)
+        own = [t for t in qtypes if t not in LLAMA_QUANTIZE_ONLY]  # the controls: headwise convert's files
+        small, small_f32 = make_files(a, "llama-256", own)
         ok = quantize_check(a, [("llama-256", small_f32, small, True),
-                                ("llama-134m", f32, {t: files[t] for t in types if t in qtypes}, False)], qtypes)
+                                ("llama-134m", f32, {t: files[t] for t in own if t in types}, False)], qtypes)
     return 0 if ok else 1
 
 
