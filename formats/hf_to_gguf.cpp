@@ -23,6 +23,7 @@ uint32_t ggml_type_of(graph::DType t) {
     case graph::DType::q6_k: return 14;
     case graph::DType::q4_1: return 3;
     case graph::DType::q5_1: return 7;
+    case graph::DType::q3_k: return 11;
   }
   return kGgmlF32;
 }

@@ -26,6 +26,8 @@ uint32_t file_type(const std::string& mix) {
   if (mix == "f16") return 1;
   if (mix == "q4_0") return 2;
   if (mix == "q8_0") return 7;
+  if (mix == "q3_k") return 11;  // "Q3_K_S": all Q3_K
+  if (mix == "q3_k_m") return 12;
   if (mix == "q4_k") return 14;  // "Q4_K_S": all Q4_K
   if (mix == "q4_k_m") return 15;
   if (mix == "q5_k") return 16;  // "Q5_K_S": all Q5_K
@@ -76,7 +78,7 @@ Status to_floats(const GgufTensor& t, std::vector<float>* out) {
   const hq::TypeInfo* ti = hq::type_info(static_cast<hq::WType>(t.type));
   if (!ti || t.ne.empty() || t.ne[0] % ti->block != 0)
     return unsupported(std::string("tensor '") + t.name + "' has type " + t.type_name() +
-                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q5_0, Q4_1, Q5_1)");
+                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q3_K, Q4_K, Q5_K, Q6_K, Q5_0, Q4_1, Q5_1)");
   const int64_t K = t.ne[0], rows = n / K;
   for (int64_t r = 0; r < rows; ++r) ti->dequantize(t.data + size_t(r) * hq::row_bytes(*ti, K), out->data() + r * K, K);
   return Status::Ok();
@@ -86,20 +88,41 @@ Status to_floats(const GgufTensor& t, std::vector<float>* out) {
 
 bool valid_weight_mix(const std::string& mix) {
   const std::string m = lower(mix);
-  return m == "bf16" || m == "f16" || m == "q8_0" || m == "q4_0" || m == "q4_k" || m == "q5_k" || m == "q6_k" || m == "q4_k_m" ||
-         m == "q5_k_m";
+  return m == "bf16" || m == "f16" || m == "q8_0" || m == "q4_0" || m == "q3_k" || m == "q4_k" || m == "q5_k" ||
+         m == "q6_k" || m == "q3_k_m" || m == "q4_k_m" || m == "q5_k_m";
 }
 
-const char* weight_mixes_help() { return "bf16|f16|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|q5_k_m"; }
+const char* weight_mixes_help() { return "bf16|f16|q8_0|q4_0|q3_k|q4_k|q5_k|q6_k|q3_k_m|q4_k_m|q5_k_m"; }
 
 uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, const std::vector<int64_t>& ne,
                             int n_layers, std::string* why) {
   const std::string mix = lower(mix_in);
   if (ne.size() < 2 || contains(name, "rope_freqs")) return kGgmlF32;
-  // The 4- and 5-bit mixes keep the output matrix in Q6_K (llama.cpp does for every K-quant mix).
-  const bool low_bit = mix == "q4_0" || mix == "q4_k" || mix == "q4_k_m" || mix == "q5_k" || mix == "q5_k_m";
+  // The 3-, 4- and 5-bit mixes keep the output matrix in Q6_K (llama.cpp does for every
+  // K-quant mix).
+  const bool low_bit = mix == "q4_0" || mix == "q3_k" || mix == "q3_k_m" || mix == "q4_k" || mix == "q4_k_m" ||
+                       mix == "q5_k" || mix == "q5_k_m";
   hq::WType want;
-  if (mix == "q4_k_m" || mix == "q5_k_m") {
+  if (mix == "q3_k_m") {
+    // llama.cpp's Q3_K_M: Q3_K, but attn_v in Q5_K for the first two layers and Q4_K
+    // after; ffn_down in Q5_K for the first sixteenth of the layers and Q4_K after;
+    // attn_output and a fused attn_qkv in Q4_K; the output matrix in Q6_K.
+    want = hq::WType::q3_k;
+    const int layer = layer_of(name);
+    if (name == "output.weight") {
+      want = hq::WType::q6_k;
+      if (why) *why = "low-bit mix: output matrix in Q6_K";
+    } else if (contains(name, "attn_v.") && layer >= 0) {
+      want = layer < 2 ? hq::WType::q5_k : hq::WType::q4_k;
+      if (why) *why = mix + ": more bits";
+    } else if (contains(name, "ffn_down.") && layer >= 0) {
+      want = layer < n_layers / 16 ? hq::WType::q5_k : hq::WType::q4_k;
+      if (why) *why = mix + ": more bits";
+    } else if (contains(name, "attn_output.") || contains(name, "attn_qkv.")) {
+      want = hq::WType::q4_k;
+      if (why) *why = mix + ": more bits";
+    }
+  } else if (mix == "q4_k_m" || mix == "q5_k_m") {
     want = mix == "q4_k_m" ? hq::WType::q4_k : hq::WType::q5_k;
     const int layer = layer_of(name);
     if (name == "output.weight" ||
@@ -120,7 +143,10 @@ uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, 
   const int64_t K = ne[0];
   const int blk = hq::type_info(want)->block;
   if (K % blk == 0) return type_id(want);
-  const hq::WType fb = blk == 256 && K % 32 == 0 ? hq::WType::q8_0 : hq::WType::f16;
+  // Q3_K falls back to Q4_0 (as llama.cpp's), the other K-quants to Q8_0 (llama.cpp's
+  // Q5_0/Q5_1 for Q4_K/Q5_K, which headwise does not write).
+  const hq::WType fb = blk == 256 && K % 32 == 0 ? (want == hq::WType::q3_k ? hq::WType::q4_0 : hq::WType::q8_0)
+                                                 : hq::WType::f16;
   if (why) *why = "fallback: rows of " + std::to_string(K) + " are not a multiple of " + std::to_string(blk);
   return type_id(fb);
 }

@@ -81,7 +81,7 @@ Status quantize_matrices(const std::string& mix, int n_layers, std::vector<graph
     const hq::TypeInfo* ti = hq::type_info(wt);
     graph::DType dt = graph::DType::f32;
     for (graph::DType d : {graph::DType::f16, graph::DType::bf16, graph::DType::q8_0, graph::DType::q4_0,
-                           graph::DType::q4_k, graph::DType::q5_k, graph::DType::q6_k})
+                           graph::DType::q3_k, graph::DType::q4_k, graph::DType::q5_k, graph::DType::q6_k})
       if (graph::dtype_quant_type(d) == wt) dt = d;
     if (!ti || dt == graph::DType::f32) {
       ++count["f32"];

@@ -20,6 +20,8 @@
 //                     bytes 32c..32c+31 hold sub-block 2c in their low nibbles, 2c+1 in the high
 //   Q5_K  as Q4_K plus qh[32]: bit (2c) of qh[l] is the 5th bit of element l of sub-block
 //                     2c, bit (2c + 1) that of sub-block 2c + 1; q ∈ [0, 31]
+//   Q3_K  256 values: hmask[32], qs[64], 12 bytes of 6-bit scales, d (f16); 16 sub-blocks
+//                     of 16, x = d·(sc_j − 32)·(q − 4), q ∈ [0, 7] (layout in q3_k_scalar.cpp)
 //   Q6_K  256 values: ql[128] low nibbles, qh[64] high 2 bits, 16 int8 scales, d (f16);
 //                     16 sub-blocks of 16, x = d·sc_j·(q − 32), q ∈ [0, 63] (layout in q6_k_scalar.cpp)
 #pragma once
@@ -65,6 +67,12 @@ struct BlockQ5_K {
   uint8_t qh[kQKK / 8];
   uint8_t q[kQKK / 2];
 };
+struct BlockQ3_K {
+  uint8_t hmask[kQKK / 8];  // bit j of hmask[l]: the 3rd bit of element 32j + l
+  uint8_t qs[kQKK / 4];     // bits 2k, 2k + 1 of qs[32h + l]: the low bits of element 128h + 32k + l
+  uint8_t scales[12];       // 16 6-bit scales (q3_k_scale)
+  uint16_t d;
+};
 struct BlockQ6_K {
   uint8_t ql[kQKK / 2];
   uint8_t qh[kQKK / 4];
@@ -73,6 +81,7 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22, "GGUF block sizes");
 static_assert(sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_1) == 24, "GGUF block sizes");
+static_assert(sizeof(BlockQ3_K) == 110, "GGUF block sizes");
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210,
               "GGUF block sizes");
 
@@ -98,6 +107,14 @@ inline void k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
     *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
     *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
+}
+
+// The 6-bit scale of sub-block j (0..15) of a Q3_K block, stored + 32: its low 4 bits in
+// the low (j < 8) or high (j ≥ 8) nibble of byte j % 8, its top 2 bits in bits
+// 2(j / 4), 2(j / 4) + 1 of byte 8 + j % 4. Returns sc_j − 32 ∈ [−32, 31].
+inline int q3_k_scale(const uint8_t* s, int j) {
+  const int low = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+  return (low | ((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
 }
 
 // Round to nearest, ties to even, for |x| < 2²²: adding 1.5·2²³ leaves no fraction bits,

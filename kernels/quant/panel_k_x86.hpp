@@ -1,4 +1,4 @@
-// Q4_K, Q5_K and Q6_K weights in row-interleaved panels (the linear registry's repack
+// Q3_K, Q4_K, Q5_K and Q6_K weights in row-interleaved panels (the linear registry's repack
 // hook, kernels/matmul/linear.hpp): the avx2/avx512 entries of these types read this
 // copy, written once at load, instead of the GGUF rows.
 //
@@ -23,6 +23,7 @@
 //     lo[4 pairs][8 groups][R rows][4 bytes]: low 4 bits of q, block 2p in the low nibble,
 //       2p + 1 in the high (block = 32 elements, one activation block)
 //     hi[2 quads][8 groups][R rows][4 bytes]: top 2 bits of q, block 4u + k in bits 2k, 2k+1
+//   Q3_K (114·R bytes, R rows' GGUF blocks are 110·R): PanelQ3K below.
 // A last panel of fewer than R rows is padded with zero rows (d = 0: they add nothing,
 // and no y is written past N).
 //
@@ -139,6 +140,14 @@ struct V8 {
     return _mm256_or_si256(l, _mm256_and_si256(h, _mm256_set1_epi8(0x30)));
 #endif
   }
+  // Bit 2 of every byte from h, the others from l (whose bits 2-7 are zero): Q3_K's 3rd bit.
+  static I merge2(I l, I h) {
+#if defined(__AVX512VL__)
+    return _mm256_ternarylogic_epi32(h, l, _mm256_set1_epi8(0x04), 0xE4);
+#else
+    return _mm256_or_si256(l, _mm256_and_si256(h, _mm256_set1_epi8(0x04)));
+#endif
+  }
   static I dot(I acc, I u, I s) { return D::dot_acc(acc, u, s); }
   // Without VNNI the products are vpmaddubsw's 16-bit pair sums: the tiles add several
   // in 16 bits and widen them with ONE vpmaddwd against the rows' scales (kMadd16),
@@ -191,6 +200,7 @@ struct V16Ops {
   static I mul32(I a, I b) { return _mm512_mullo_epi32(a, b); }
   static I zero_i() { return _mm512_setzero_si512(); }
   static I merge45(I l, I h) { return _mm512_ternarylogic_epi32(h, l, _mm512_set1_epi8(0x30), 0xE4); }
+  static I merge2(I l, I h) { return _mm512_ternarylogic_epi32(h, l, _mm512_set1_epi8(0x04), 0xE4); }
   static I dot(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
   static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
   static F set1(float v) { return _mm512_set1_ps(v); }
@@ -604,6 +614,188 @@ struct PanelQ6K {
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
           const I qv = block_weights<V>(p, p2, j, i, low4);
+          for (int a = 0; a < RA; ++a) {
+            const BlockQ8A& xb = x[a][sb * 8 + j];
+            if (i < 4) dlo[a] = V::dot(dlo[a], qv, V::set32(load_i32(xb.q + 4 * i)));
+            else dhi[a] = V::dot(dhi[a], qv, V::set32(load_i32(xb.q + 4 * i)));
+          }
+        }
+        const I s0 = V::s8(p, p2, kSc + R * 2 * j), s1 = V::s8(p, p2, kSc + R * (2 * j + 1));
+        for (int a = 0; a < RA; ++a) {
+          const I sum = V::add32(V::mul32(dlo[a], s0), V::mul32(dhi[a], s1));
+          accsb[a] = V::fmadd(V::cvt(sum), V::set1(x[a][sb * 8 + j].d), accsb[a]);
+        }
+      }
+      for (int a = 0; a < RA; ++a) acc[a] = V::fmadd(accsb[a], d, acc[a]);
+    }
+  }
+};
+
+// Q3_K in panels of R rows: per super-block d[R] f16, sc[16][R] s8 (sc_j − 32 decoded at
+// repack), lo[2 halves][8 groups][R][4 bytes] (GGUF qs[32h + 4i + t]: bits 2k, 2k + 1 the
+// low bits of block 4h + k's element 4i + t) and hb[8 groups][R][4 bytes] (GGUF
+// hmask[4i + t]: bit j block j's 3rd bit): 114·R bytes for R rows' 110·R. A weight's
+// byte is q = lo | hb·4 ∈ [0, 7] (x = d·sc·(q − 4)), so a dot is vpdpbusd on u8 as Q6_K's,
+// started at −4·Σx per half (the aux bytes); scales as Q6_K's (int8 per 16).
+template <int R>
+struct PanelQ3K {
+  using B = BlockQ3_K;
+  static constexpr WeightType kRegType = WeightType::q3_k;
+  static constexpr int kRows = R;
+  static constexpr int kD = 0, kSc = 2 * R;  // f16[R], s8[16][R]
+  static constexpr int kHead = 18 * R;
+  static constexpr int kLo = kHead;               // [2 halves][8 i][R rows][4 bytes]
+  static constexpr int kHb = kLo + R * kQKK / 4;  // [8 i][R rows][4 bytes]
+  static constexpr int kBytes = kHb + R * kQKK / 8;
+  // Per activation block: −4·Σx of each half (int32), the dots' starting values.
+  static void aux(const BlockQ8A& x, uint8_t* out) {
+    const int32_t o[2] = {-4 * x.sum[0], -4 * x.sum[1]};
+    std::memcpy(out, o, 8);
+  }
+  static void pack(const B* const* rows, uint8_t* out) {
+    auto* d = reinterpret_cast<uint16_t*>(out + kD);
+    auto* sc = reinterpret_cast<int8_t*>(out + kSc);
+    for (int r = 0; r < R; ++r) {
+      if (!rows[r]) continue;
+      const B& b = *rows[r];
+      d[r] = b.d;
+      for (int j = 0; j < 16; ++j) sc[R * j + r] = int8_t(q3_k_scale(b.scales, j));
+      for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < 8; ++i) std::memcpy(out + kLo + ((h * 8 + i) * R + r) * 4, b.qs + 32 * h + 4 * i, 4);
+      for (int i = 0; i < 8; ++i) std::memcpy(out + kHb + (i * R + r) * 4, b.hmask + 4 * i, 4);
+    }
+  }
+  // Rows r0 .. r0 + 7 (r0 a multiple of 8) of the super-block at p, whose first element
+  // is e0, into sink: the values dequantize_q3_k computes, d·sc·(q − 4) (exact in fp32);
+  // 8 rows' values of 8 consecutive elements at a time.
+  template <class Sink>
+  static void unpack8(const uint8_t* p, int r0, int64_t e0, Sink&& sink) {
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kD + 2 * r0)));
+    const __m256i three = _mm256_set1_epi32(3), one = _mm256_set1_epi32(1), off = _mm256_set1_epi32(4);
+    for (int j = 0; j < 8; ++j) {  // block j: sub-blocks of 16 2j and 2j + 1
+      __m256 D[2];
+      for (int h = 0; h < 2; ++h)
+        D[h] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                    _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + kSc + R * (2 * j + h) + r0)))));
+      for (int i = 0; i < 8; i += 2) {  // elements 4i .. 4i + 7 of the block
+        __m256 v[8];
+        for (int ii = 0; ii < 2; ++ii) {
+          const __m256i lo = load32(p + kLo + ((j / 4 * 8 + i + ii) * R + r0) * 4);
+          const __m256i hb = load32(p + kHb + ((i + ii) * R + r0) * 4);
+          for (int t = 0; t < 4; ++t) {
+            const __m256i l = _mm256_and_si256(_mm256_srli_epi32(lo, 8 * t + 2 * (j % 4)), three);
+            const __m256i u = _mm256_and_si256(_mm256_srli_epi32(hb, 8 * t + j), one);
+            const __m256i q = _mm256_sub_epi32(_mm256_or_si256(l, _mm256_slli_epi32(u, 2)), off);
+            v[4 * ii + t] = _mm256_mul_ps(D[i / 4], _mm256_cvtepi32_ps(q));
+          }
+        }
+        sink(v, e0 + 32 * j + 4 * i);
+      }
+    }
+  }
+  // Block j's 3rd bits (bit j of every byte of the group's hb vector h) moved to bit 2
+  // (the merge masks the rest).
+  template <class V>
+  static typename V::I bit_to_2(typename V::I h, int j) {
+    return j < 2 ? V::sll16(h, 2 - j) : j == 2 ? h : V::srl16(h, j - 2);
+  }
+  // Group i of block j (32 weights) at p: its 3-bit weights, one a byte.
+  template <class V>
+  static typename V::I block_weights(const uint8_t* p, int64_t p2, int j, int i, typename V::I low2) {
+    using I = typename V::I;
+    const I l = V::load(p, p2, kLo + (j / 4) * 32 * R + 4 * R * i), h = V::load(p, p2, kHb + 4 * R * i);
+    const int k = j % 4;
+    return V::merge2(V::and_(k ? V::srl16(l, 2 * k) : l, low2), bit_to_2<V>(h, j));
+  }
+
+  template <class V, int RA>
+  static void tile(const uint8_t* p, int64_t p2, int64_t nsb, const BlockQ8A* const* x, const uint8_t* const* ax,
+                   typename V::F* acc) {
+    static_assert(V::kPanelRows == R, "the vector's panels are this layout's");
+    using I = typename V::I;
+    using F = typename V::F;
+    const I low2 = V::set8(0x03);
+    for (int64_t sb = 0; sb < nsb; ++sb, p += kBytes) {
+      if constexpr (V::kMadd16) {
+        if constexpr (RA == 1) V::stream_ahead(p, kBytes);
+      } else {
+        V::ahead_span(p, p2, 0, kHead);
+        V::ahead_span(p, p2, kHb, 32 * R);
+      }
+      const F d = V::f16(p, p2, kD);
+      F accsb[RA];
+      for (int a = 0; a < RA; ++a) accsb[a] = V::zero_f();
+      if constexpr (V::kMadd16) {
+        // Without VNNI (see V8::kMadd16): per half block, 4 products added in 16 bits
+        // (4·2·7·127 < 2¹⁵) and widened by one vpmaddwd against the sub-block's scale
+        // in both halves of a lane; the offset −4·Σx as one vpmaddwd of the two
+        // sub-blocks' scales against the input's two half sums, times 4.
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) {
+          I s0, s1, s01;
+          V::template scale_pairs<true>(p, kSc + R * 2 * j, s0, s1, s01);
+          I t[RA], dsum[RA];
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) {
+            const I qv = block_weights<V>(p, p2, j, i, low2);
+            for (int a = 0; a < RA; ++a) {
+              const I pr = V::maddubs(qv, V::set32(load_i32(x[a][sb * 8 + j].q + 4 * i)));
+              t[a] = i % 4 == 0 ? pr : V::add16(t[a], pr);
+              if (i % 4 == 3) {
+                const I w = V::madd(t[a], i < 4 ? s0 : s1);
+                dsum[a] = i == 3 ? w : V::add32(dsum[a], w);
+              }
+            }
+          }
+          for (int a = 0; a < RA; ++a) {
+            const BlockQ8A& xb = x[a][sb * 8 + j];
+            const I off = V::madd(s01, V::set32(load_i32(xb.sum)));
+            accsb[a] = V::fmadd(V::cvt(V::sub32(dsum[a], V::sll32(off, 2))), V::set1(xb.d), accsb[a]);
+          }
+        }
+        for (int a = 0; a < RA; ++a) acc[a] = V::fmadd(accsb[a], d, acc[a]);
+        continue;
+      } else if constexpr (RA == 1) {
+        // Decode: the four blocks 4u .. 4u + 3 together, so each low-bit vector is loaded
+        // once for its four blocks (the loop below, for RA rows, loads it per block).
+        for (int u = 0; u < 2; ++u) {
+          const int la = kLo + u * 32 * R;
+          V::ahead_span(p, p2, la, 32 * R);
+          const uint8_t* o4 = ax[0] + (sb * 8 + 4 * u) * 8;
+          I dl[4], dh[4];
+          for (int k = 0; k < 4; ++k) dl[k] = V::set32(load_i32(o4 + 8 * k)), dh[k] = V::set32(load_i32(o4 + 8 * k + 4));
+          const BlockQ8A* xb = x[0] + sb * 8 + 4 * u;
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i) {
+            const I l = V::load(p, p2, la + 4 * R * i), h = V::load(p, p2, kHb + 4 * R * i);
+            for (int k = 0; k < 4; ++k) {
+              const I q = V::merge2(V::and_(k ? V::srl16(l, 2 * k) : l, low2), bit_to_2<V>(h, 4 * u + k));
+              I& dk = i < 4 ? dl[k] : dh[k];
+              dk = V::dot(dk, q, V::set32(load_i32(xb[k].q + 4 * i)));
+            }
+          }
+          for (int k = 0; k < 4; ++k) {
+            const int j = 4 * u + k;
+            const I s0 = V::s8(p, p2, kSc + R * 2 * j), s1 = V::s8(p, p2, kSc + R * (2 * j + 1));
+            const I sum = V::add32(V::mul32(dl[k], s0), V::mul32(dh[k], s1));
+            accsb[0] = V::fmadd(V::cvt(sum), V::set1(xb[k].d), accsb[0]);
+          }
+        }
+        acc[0] = V::fmadd(accsb[0], d, acc[0]);
+        continue;
+      }
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        if ((j & 3) == 0) V::ahead_span(p, p2, kLo + (j / 4) * 32 * R, 32 * R);
+        I dlo[RA], dhi[RA];
+        for (int a = 0; a < RA; ++a) {
+          const uint8_t* o = ax[a] + (sb * 8 + j) * 8;
+          dlo[a] = V::set32(load_i32(o));
+          dhi[a] = V::set32(load_i32(o + 4));
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+          const I qv = block_weights<V>(p, p2, j, i, low2);
           for (int a = 0; a < RA; ++a) {
             const BlockQ8A& xb = x[a][sb * 8 + j];
             if (i < 4) dlo[a] = V::dot(dlo[a], qv, V::set32(load_i32(xb.q + 4 * i)));

@@ -4,7 +4,11 @@
 // use_more_bits(i, n): i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2; Q6_K for the output
 // matrix; the fused attn_qkv one type up: Q5_K under Q4_K_M, Q6_K under Q5_K_M), Q5_K_S
 // all Q5_K but the output matrix (Q6_K); rows that are not whole 256-blocks fall back
-// (headwise: Q8_0 when a multiple of 32, else F16; llama.cpp: Q5_1, then F16).
+// (headwise: Q8_0 when a multiple of 32, else F16; llama.cpp: Q5_1, then F16). Q3_K_M:
+// Q3_K, attn_v Q5_K while i_attention_wv < 2 (layers 0 and 1) and Q4_K after, ffn_down
+// Q5_K for i < n/16 and Q4_K after (any architecture but Falcon), attn_output and the
+// fused attn_qkv Q4_K, the output matrix Q6_K; Q3_K_S all Q3_K but the output matrix;
+// Q3_K rows that are not whole 256-blocks fall back to Q4_0 (both).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,7 +19,7 @@
 namespace headwise::formats {
 namespace {
 
-constexpr uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14;
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14;
 const std::vector<int64_t> kMat = {512, 1024};  // ne: rows of 512 (two 256-blocks), 1024 rows
 
 uint32_t type_of(const std::string& mix, const std::string& name, const std::vector<int64_t>& ne = kMat,
@@ -49,6 +53,34 @@ TEST(QuantizeGguf, Q5KMixesFollowLlamaCpp) {
   EXPECT_EQ(type_of("q5_k", "token_embd.weight"), kQ5_K);
 }
 
+TEST(QuantizeGguf, Q3KMixesFollowLlamaCpp) {
+  // 32 layers: n/16 = 2
+  for (int l = 0; l < 32; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    EXPECT_EQ(type_of("q3_k_m", b + "attn_v.weight"), l < 2 ? kQ5_K : kQ4_K) << l;
+    EXPECT_EQ(type_of("q3_k_m", b + "ffn_down.weight"), l < 2 ? kQ5_K : kQ4_K) << l;
+    EXPECT_EQ(type_of("Q3_K_M", b + "attn_output.weight"), kQ4_K) << l;
+    EXPECT_EQ(type_of("q3_k_m", b + "attn_qkv.weight"), kQ4_K) << l;
+    for (const char* t : {"attn_q.weight", "attn_k.weight", "ffn_gate.weight", "ffn_up.weight"})
+      EXPECT_EQ(type_of("q3_k_m", b + t), kQ3_K) << b + t;
+    for (const char* t : {"attn_q.weight", "attn_v.weight", "attn_output.weight", "ffn_down.weight"})
+      EXPECT_EQ(type_of("q3_k", b + t), kQ3_K) << b + t;
+    EXPECT_EQ(type_of("q3_k_m", b + "ffn_norm.weight", {512}), kF32) << l;
+  }
+  // 12 layers: n/16 = 0, so no ffn_down in Q5_K; attn_v still in the first two
+  EXPECT_EQ(choose_tensor_type("q3_k_m", "blk.0.ffn_down.weight", kMat, 12, nullptr), kQ4_K);
+  EXPECT_EQ(choose_tensor_type("q3_k_m", "blk.1.attn_v.weight", kMat, 12, nullptr), kQ5_K);
+  for (const char* mix : {"q3_k", "q3_k_m"}) {
+    EXPECT_EQ(type_of(mix, "output.weight"), kQ6_K) << mix;
+    EXPECT_EQ(type_of(mix, "token_embd.weight"), kQ3_K) << mix;
+  }
+  std::string why;
+  EXPECT_EQ(type_of("q3_k", "blk.0.attn_q.weight", {288, 64}, &why), kQ4_0);
+  EXPECT_NE(why.find("fallback"), std::string::npos) << why;
+  EXPECT_EQ(type_of("q3_k_m", "blk.9.attn_v.weight", {288, 64}), kQ8_0);  // its Q4_K's fallback
+  EXPECT_EQ(type_of("q3_k_m", "blk.0.attn_q.weight", {100, 64}), kF16);
+}
+
 TEST(QuantizeGguf, Q5KRowsThatAreNotWholeBlocksFallBack) {
   std::string why;
   EXPECT_EQ(type_of("q5_k", "blk.0.attn_q.weight", {64, 64}, &why), kQ8_0);
@@ -58,8 +90,9 @@ TEST(QuantizeGguf, Q5KRowsThatAreNotWholeBlocksFallBack) {
 }
 
 TEST(QuantizeGguf, MixNames) {
-  for (const char* m : {"q5_k", "Q5_K", "q5_k_m", "Q5_K_M", "q4_k_m", "bf16"}) EXPECT_TRUE(valid_weight_mix(m)) << m;
-  for (const char* m : {"q5_0", "q5_k_s", "q5", ""}) EXPECT_FALSE(valid_weight_mix(m)) << m;
+  for (const char* m : {"q5_k", "Q5_K", "q5_k_m", "Q5_K_M", "q4_k_m", "bf16", "q3_k", "Q3_K_M"})
+    EXPECT_TRUE(valid_weight_mix(m)) << m;
+  for (const char* m : {"q5_0", "q5_k_s", "q5", "q3_k_l", "q2_k", ""}) EXPECT_FALSE(valid_weight_mix(m)) << m;
   EXPECT_NE(std::string(weight_mixes_help()).find("q5_k|"), std::string::npos);
   EXPECT_NE(std::string(weight_mixes_help()).find("q5_k_m"), std::string::npos);
 }

@@ -68,14 +68,14 @@ std::vector<float> gaussian(size_t n, uint32_t seed, float outlier_every = 0) {
 // Relative RMS error of quantize → dequantize on Gaussian rows with outliers, and its
 // bound: measured here (x86-64, this code) and rounded up by ~10%. For reference, the
 // grid steps: bf16 2⁻⁸ relative, f16 2⁻¹¹, Q8_0 max/127 per 32, 4-bit ~max/8 per 32
-// (5-bit ~max/16).
+// (5-bit ~max/16; Q3_K ~max/4 per 16).
 struct ErrorBound {
   WType t;
   double rel_rms;
 };
 const ErrorBound kBounds[] = {
     {WType::f16, 2.2e-4}, {WType::bf16, 1.75e-3}, {WType::q8_0, 1.03e-2},
-    {WType::q4_0, 0.166}, {WType::q4_k, 0.105},   {WType::q5_k, 0.052}, {WType::q6_k, 0.029},
+    {WType::q4_0, 0.166}, {WType::q3_k, 0.225},  {WType::q4_k, 0.105},   {WType::q5_k, 0.052}, {WType::q6_k, 0.029},
 };
 
 TEST(QuantRoundTrip, ErrorWithinBound) {
@@ -149,8 +149,36 @@ TEST(QuantRoundTrip, ZeroRowsAndConstantRows) {
 
 // Hand-built blocks with values worked out from the format description (blocks.hpp),
 // covering the Q4_K scale packing of sub-blocks 4..7, every Q6_K group's bits and
-// Q5_K's 5th bits (bit j of qh[l] for element l of sub-block j).
+// Q5_K's 5th bits (bit j of qh[l] for element l of sub-block j), Q3_K's scale packing
+// (sub-blocks below and above 8) and its 3rd bits (bit 4h + k of hmask[l]).
 TEST(QuantSemantics, HandBuiltBlocks) {
+  {
+    BlockQ3_K b{};
+    b.d = f32_to_half(0.25f);
+    // every scale stored as 32 (sc − 32 = 0) but sub-block 3: 32 + 5 = 0x25, and 13: 32 − 7 = 0x19
+    for (int j = 0; j < 16; ++j) {
+      const int u = j == 3 ? 0x25 : j == 13 ? 0x19 : 32;
+      b.scales[j % 8] |= uint8_t((u & 0xF) << (j < 8 ? 0 : 4));
+      b.scales[8 + j % 4] |= uint8_t((u >> 4) << (2 * (j / 4)));
+    }
+    // element 48 + 2 = 0·128 + 32·1 + 18 (sub-block 3): low bits 2 in bits 2, 3 of qs[18],
+    // 3rd bit in bit 1 of hmask[18] → q = 6
+    b.qs[18] = uint8_t(2 << 2);
+    b.hmask[18] = uint8_t(1 << 1);
+    // element 208 + 5 = 128 + 32·2 + 21 (sub-block 13): low bits 3 in bits 4, 5 of
+    // qs[32 + 21], no 3rd bit (bit 6 of hmask[21]) → q = 3
+    b.qs[53] = uint8_t(3 << 4);
+    // element 213's neighbour 214: 3rd bit only → q = 4 (x = 0)
+    b.hmask[22] = uint8_t(1 << 6);
+    float y[256];
+    type_info(WType::q3_k)->dequantize(&b, y, 256);
+    EXPECT_FLOAT_EQ(y[50], 0.25f * 5 * (6 - 4));
+    EXPECT_FLOAT_EQ(y[51], 0.25f * 5 * (0 - 4));
+    EXPECT_FLOAT_EQ(y[213], 0.25f * -7 * (3 - 4));
+    EXPECT_FLOAT_EQ(y[214], 0.0f);
+    EXPECT_FLOAT_EQ(y[212], 0.25f * -7 * (0 - 4));
+    EXPECT_FLOAT_EQ(y[0], 0.0f);  // sc − 32 = 0
+  }
   {
     BlockQ4_K b{};
     b.d = f32_to_half(0.5f);
@@ -336,10 +364,13 @@ TEST(QuantTypes, ParseAndSizes) {
   EXPECT_EQ(t, WType::q4_k);
   EXPECT_TRUE(parse_wtype("bf16", &t));
   EXPECT_EQ(t, WType::bf16);
-  EXPECT_FALSE(parse_wtype("q3_k", &t));
+  EXPECT_TRUE(parse_wtype("Q3_K", &t));
+  EXPECT_EQ(t, WType::q3_k);
+  EXPECT_FALSE(parse_wtype("q2_k", &t));
   EXPECT_FALSE(parse_wtype("", &t));
   EXPECT_EQ(row_bytes(*type_info(WType::q4_k), 4096), size_t(16 * 144));
   EXPECT_EQ(row_bytes(*type_info(WType::q8_0), 64), size_t(68));
+  EXPECT_EQ(row_bytes(*type_info(WType::q3_k), 512), size_t(2 * 110));
   EXPECT_EQ(act_row_bytes(ActKind::q8a, 64), size_t(80));
 }
 
@@ -477,6 +508,7 @@ TEST(QuantSemantics, DequantizationMatchesGgufPy) {
         case WType::q8_0: case WType::q4_0: put(0, finite_half()); break;
         case WType::q4_k: case WType::q5_k: put(0, finite_half()); put(2, finite_half()); break;
         case WType::q6_k: put(208, finite_half()); break;
+        case WType::q3_k: put(108, finite_half()); break;
         default: break;
       }
     }

@@ -22,14 +22,16 @@ const std::string kTiny =
 
 TEST(BenchWeights, EveryMixRunsAndIsNamed) {
   // tiny: 2 layers, d 64, ff 172, tied embedding. Rows of 64 (wq..wo, w1, w3, embedding)
-  // take the mix's type, K-quants falling back to q8_0 (64 % 256 ≠ 0); w2's rows of 172
+  // take the mix's type, K-quants falling back to q8_0 (Q3_K: q4_0; 64 % 256 ≠ 0); w2's rows of 172
   // are not whole 32-blocks: f16 under every block type.
   const struct {
     const char* mix;
     const char* types;
   } cases[] = {{"bf16", "bf16 ×15"},          {"f16", "f16 ×15"},          {"q8_0", "f16 ×2, q8_0 ×13"},
                {"q4_0", "f16 ×2, q4_0 ×13"},  {"q4_k", "f16 ×2, q8_0 ×13"}, {"q6_k", "f16 ×2, q8_0 ×13"},
-               {"q5_k", "f16 ×2, q8_0 ×13"},  {"Q4_K_M", "f16 ×2, q8_0 ×13"}, {"q5_k_m", "f16 ×2, q8_0 ×13"}};
+               {"q5_k", "f16 ×2, q8_0 ×13"},  {"Q4_K_M", "f16 ×2, q8_0 ×13"}, {"q5_k_m", "f16 ×2, q8_0 ×13"},
+               // Q3_K falls back to q4_0; q3_k_m's attn_v/attn_output (Q5_K/Q4_K) to q8_0
+               {"q3_k", "f16 ×2, q4_0 ×13"},  {"q3_k_m", "f16 ×2, q4_0 ×9, q8_0 ×4"}};
   for (const auto& c : cases) {
     const CliResult r = run_headwise(kTiny + " --weights " + c.mix + " --json");
     ASSERT_EQ(r.code, 0) << c.mix << "\n" << r.err;
@@ -116,12 +118,12 @@ TEST(BenchWeights, AFileIsMeasuredAgainstItsStoredTypes) {
 }
 
 TEST(BenchWeights, BadTypeOrModelPathIsAUsageError) {
-  for (const std::string& args : {kTiny + " --weights q3_k", kTiny + " --weights", std::string("bench model.json --weights q4_0")}) {
+  for (const std::string& args : {kTiny + " --weights q2_k", kTiny + " --weights", std::string("bench model.json --weights q4_0")}) {
     const CliResult r = run_headwise(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find("--weights"), std::string::npos) << args << "\n" << r.err;
   }
-  EXPECT_NE(run_headwise(kTiny + " --weights q3_k").err.find("q3_k"), std::string::npos);
+  EXPECT_NE(run_headwise(kTiny + " --weights q2_k").err.find("q2_k"), std::string::npos);
 }
 
 }  // namespace
