@@ -7,7 +7,7 @@ classifier; seeded, the scaling of tests/e2e/arch_models.py), written as an F32 
 `headwise convert HF_DIR --vocab VOCAB.gguf -o F32.gguf` (the Llama 2 vocabulary, so
 llama.cpp loads it), then `headwise convert F32.gguf --weights TYPE` for BF16, Q8_0, Q4_0
 and Q4_K_M; with --include-1b also llama-1b-like (d_model 2048, 16 layers, GQA 32/8,
-d_ff 8192) at Q4_K_M. Then, for --rounds rounds, alternating the side that goes first:
+d_ff 8192) at Q4_K_M (--types-1b: others). Then, for --rounds rounds, alternating the side that goes first:
 
   llama.cpp  llama-bench -m F -t T -p P -n 0 -r R -o json            (prefill tokens/s)
              llama-bench -m F -t T -p 0 -n G -d P -r R -o json       (decode at depth P)
@@ -27,11 +27,12 @@ Goals (issue 10): prefill >= 1.5x llama.cpp for BF16, Q8_0, Q4_0, >= 1.3x for Q4
 decode >= 1.2x for all four; headwise decode >= 90% of the bandwidth. F32: no goal.
 
 --llama-quantize-check converts F32 GGUFs written by headwise with llama.cpp's own
-llama-quantize into those of Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q5_0, Q4_1 and Q5_1 that --types
-names (Q5_K_M is not in the default list: --types q5_k_m also benchmarks it, with no goal
-from issue 10; so is F16, llama.cpp's default conversion type: --types f16; and Q5_0, Q4_1
-and Q5_1, which headwise reads but does not write: their llama-134m files for the
-benchmark come from llama-quantize too, and they have no control) and checks that headwise agrees with llama.cpp (node-llama-cpp 3.21.1,
+llama-quantize into those of Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q3_K_M, Q5_0, Q4_1 and Q5_1 that
+--types names (Q5_K_M is not in the default list: --types q5_k_m also benchmarks it, with
+no goal from issue 10; so do --types q3_k_m and f16, llama.cpp's default conversion
+type; and Q5_0, Q4_1 and Q5_1, which headwise reads but does not write: their llama-134m
+files for the benchmark come from llama-quantize too, and they have no control) and
+checks that headwise agrees with llama.cpp (node-llama-cpp 3.21.1,
 tests/node/llamacpp_probs.mjs) on those files: the next-token
 distributions after each of 100 positions of a text, with the bounds of the test
 e2e.llamacpp_quant (tests/e2e/check_llamacpp_quant.py, which explains them) on that
@@ -69,13 +70,13 @@ SHAPES = {
                       "num_attention_heads": 32, "num_key_value_heads": 8},
 }
 TYPES = ["f32", "bf16", "q8_0", "q4_0", "q4_k_m"]
-EXTRA_TYPES = ["f16", "q5_k_m"]  # accepted by --types, not in the default list
+EXTRA_TYPES = ["f16", "q5_k_m", "q3_k_m"]  # accepted by --types, not in the default list
 # Types headwise reads but does not write (llama-quantize's stand-ins where a K-quant row
 # is not whole 256-blocks: Q5_0 for Q4_K, Q5_1 for Q5_K; and Q4_1): accepted by --types,
 # their llama-134m files made by llama-quantize, not headwise convert; no goal.
 LLAMA_QUANTIZE_ONLY = ["q5_0", "q4_1", "q5_1"]
 EXTRA_TYPES += LLAMA_QUANTIZE_ONLY
-QUANTIZE_TYPES = ["q8_0", "q4_0", "q4_k_m", "q5_k_m"] + LLAMA_QUANTIZE_ONLY  # what --llama-quantize-check can make
+QUANTIZE_TYPES = ["q8_0", "q4_0", "q4_k_m", "q5_k_m", "q3_k_m"] + LLAMA_QUANTIZE_ONLY  # what --llama-quantize-check can make
 PREFILL_GOAL = {"bf16": 1.5, "q8_0": 1.5, "q4_0": 1.5, "q4_k_m": 1.3}
 DECODE_GOAL = {t: 1.2 for t in PREFILL_GOAL}
 BW_GOAL = 90.0
@@ -387,7 +388,9 @@ def main():
     ap.add_argument("--workdir", default="/tmp/hw_compare_llama_cpp")
     ap.add_argument("--types", default=",".join(TYPES),
                     help=f"llama-134m weight types (default: {','.join(TYPES)}; also {','.join(EXTRA_TYPES)})")
-    ap.add_argument("--include-1b", action="store_true", help="also llama-1b-like at Q4_K_M (4.4 GB to make)")
+    ap.add_argument("--include-1b", action="store_true", help="also llama-1b-like (4.4 GB to make), at --types-1b")
+    ap.add_argument("--types-1b", default="q4_k_m", help="llama-1b-like's weight types (default q4_k_m; "
+                    "those headwise convert writes)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt-len", type=int, default=512)
     ap.add_argument("--gen-len", type=int, default=128)
@@ -415,9 +418,13 @@ def main():
     os.makedirs(a.workdir, exist_ok=True)
     files, f32 = make_files(a, "llama-134m", types)
     todo = [("llama-134m", t, files[t] if t != "f32" else f32) for t in types]
+    types_1b = [t for t in a.types_1b.split(",") if t]
+    for t in types_1b:
+        if t not in TYPES + EXTRA_TYPES or t in LLAMA_QUANTIZE_ONLY or t == "f32":
+            ap.error(f"--types-1b: '{t}' is not one of the types headwise convert writes")
     if a.include_1b:
-        big, _ = make_files(a, "llama-1b-like", ["q4_k_m"])
-        todo.append(("llama-1b-like", "q4_k_m", big["q4_k_m"]))
+        big, _ = make_files(a, "llama-1b-like", types_1b)
+        todo += [("llama-1b-like", t, big[t]) for t in types_1b]
     ok = True
     if a.rounds > 0 and todo:
         rows, notes = benchmark(a, todo)
