@@ -31,17 +31,8 @@ void quantize_q3_k(const float* x, void* out, int64_t K) {
     const float* xb = x + b * kQKK;
     BlockQ3_K& B = o[b];
     std::memset(&B, 0, sizeof B);
-    // Importance x² (with a floor): the large values dominate a dot product's error.
-    double ss = 0;
-    for (int i = 0; i < kQKK; ++i) ss += double(xb[i]) * xb[i];
-    const float floor = float(ss / kQKK) * 1e-2f;
-    float w[kQKK];
-    for (int i = 0; i < kQKK; ++i) w[i] = floor + xb[i] * xb[i];
-    float sc[16], mx = 0;
-    for (int j = 0; j < 16; ++j) {
-      fit_scale_sym(xb + 16 * j, w + 16 * j, 16, 4, 3, &sc[j]);
-      if (std::fabs(sc[j]) > std::fabs(mx)) mx = sc[j];
-    }
+    float sc[16];
+    const float mx = fit_scales16_sym(xb, 4, 3, sc);
     // The largest scale takes level −32, the longer side of [−32, 31].
     B.d = f32_to_half(-mx / 32.0f);
     const float d = half_to_f32(B.d);

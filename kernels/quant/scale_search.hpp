@@ -103,5 +103,23 @@ inline double fit_scale_sym(const float* x, const float* w, int n, int nneg, int
   return best;
 }
 
+// The 16 sub-block scales (sc[16]) of a super-block of 256 values, each fitted by
+// fit_scale_sym with levels [−nneg, npos] under importance x² with a floor (the large
+// values dominate a dot product's error); returns the scale of largest magnitude
+// (Q3_K's and Q6_K's quantizers).
+inline float fit_scales16_sym(const float* xb, int nneg, int npos, float* sc) {
+  double ss = 0;
+  for (int i = 0; i < 256; ++i) ss += double(xb[i]) * xb[i];
+  const float floor = float(ss / 256) * 1e-2f;
+  float w[256];
+  for (int i = 0; i < 256; ++i) w[i] = floor + xb[i] * xb[i];
+  float mx = 0;
+  for (int j = 0; j < 16; ++j) {
+    fit_scale_sym(xb + 16 * j, w + 16 * j, 16, nneg, npos, &sc[j]);
+    if (std::fabs(sc[j]) > std::fabs(mx)) mx = sc[j];
+  }
+  return mx;
+}
+
 }  // namespace
 }  // namespace headwise::kernels::quant
