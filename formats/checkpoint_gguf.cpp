@@ -18,40 +18,42 @@
 namespace headwise::formats {
 namespace {
 
-// The mapped file, and the tensors re-encoded at load (Q5_0 as Q8_0), which the
-// weight set keeps alive.
+// The mapped file, and the tensors re-encoded at load (Q5_0 and IQ4_NL as Q8_0), which
+// the weight set keeps alive.
 struct GgufWeights {
   std::shared_ptr<const GgufFile> file;
   std::deque<std::vector<uint8_t>> reencoded;
-  uint64_t reencoded_bytes = 0;  // the Q5_0, Q4_1 and Q5_1 tensors' bytes in the file, so far
+  uint64_t reencoded_bytes = 0;  // the Q5_0, IQ4_NL, Q4_1 and Q5_1 tensors' bytes in the file, so far
 };
 
 // Tensors of a well-formed file do not overlap, so the bytes of those re-encoded at load
-// (Q5_0 here, Q4_1 and Q5_1 when the plan makes their products: graph/projection.hpp)
-// fit in the file; their copies (34/22, 34/20 and 34/24 of them) stay bounded by its
-// size even where a hostile file points many tensors at the same bytes.
+// (Q5_0 and IQ4_NL here, Q4_1 and Q5_1 when the plan makes their products:
+// graph/projection.hpp) fit in the file; their copies (34/22, 34/18, 34/20 and 34/24 of
+// them) stay bounded by its size even where a hostile file points many tensors at the
+// same bytes.
 Status count_reencoded(const GgufFile& f, const GgufTensor& t, GgufWeights* owned) {
   owned->reencoded_bytes += uint64_t(t.nbytes);
   if (owned->reencoded_bytes > f.file_size())
-    return format_error(f.path() + ": tensor '" + t.name + "': the Q5_0, Q4_1 and Q5_1 tensors' " +
+    return format_error(f.path() + ": tensor '" + t.name + "': the Q5_0, IQ4_NL, Q4_1 and Q5_1 tensors' " +
                         std::to_string(owned->reencoded_bytes) + " bytes exceed the file's " +
                         std::to_string(f.file_size()) + " (tensors overlap)");
   return Status::Ok();
 }
 
-// Tensor t, stored as Q5_0, as a Q8_0 copy owned by `owned` (the same numbers: quant.hpp,
-// q5_0_to_q8_0), into v.
-Status reencode_q5_0(const GgufFile& f, const GgufTensor& t, GgufWeights* owned, graph::TensorView* v) {
+// Tensor t, stored in blocks of 32 of `block_bytes` that `to_q8_0` re-encodes exactly
+// (Q5_0, IQ4_NL: quant.hpp), as a Q8_0 copy owned by `owned`, into v.
+Status reencode_as_q8_0(const GgufFile& f, const GgufTensor& t, size_t block_bytes,
+                        void (*to_q8_0)(const void*, void*, int64_t), GgufWeights* owned, graph::TensorView* v) {
   namespace q = kernels::quant;
   HW_RETURN_IF_ERROR(count_reencoded(f, t, owned));
-  const int64_t blocks = t.nbytes / int64_t(sizeof(q::BlockQ5_0));
+  const int64_t blocks = t.nbytes / int64_t(block_bytes);
   try {
     owned->reencoded.emplace_back(size_t(blocks) * sizeof(q::BlockQ8_0));
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::out_of_memory, f.path() + ": tensor '" + t.name + "': no memory for its " +
                                                  std::to_string(blocks * sizeof(q::BlockQ8_0)) + " bytes as Q8_0");
   }
-  q::q5_0_to_q8_0(t.data, owned->reencoded.back().data(), blocks);
+  to_q8_0(t.data, owned->reencoded.back().data(), blocks);
   v->dtype = graph::DType::q8_0;
   v->data = owned->reencoded.back().data();
   v->nbytes = owned->reencoded.back().size();
@@ -76,15 +78,20 @@ Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::T
     else if (t.type == 12) v.dtype = graph::DType::q4_k;  // ggml Q4_K
     else if (t.type == 13) v.dtype = graph::DType::q5_k;  // ggml Q5_K
     else if (t.type == 14) v.dtype = graph::DType::q6_k;  // ggml Q6_K
-    else if (t.type == 6) HW_RETURN_IF_ERROR(reencode_q5_0(f, t, owned, &v));  // ggml Q5_0, as Q8_0
+    else if (t.type == 23) v.dtype = graph::DType::iq4_xs;  // ggml IQ4_XS
+    else if (t.type == 6)  // ggml Q5_0, as Q8_0
+      HW_RETURN_IF_ERROR(reencode_as_q8_0(f, t, sizeof(kernels::quant::BlockQ5_0), kernels::quant::q5_0_to_q8_0, owned, &v));
+    else if (t.type == 20)  // ggml IQ4_NL, as Q8_0
+      HW_RETURN_IF_ERROR(
+          reencode_as_q8_0(f, t, sizeof(kernels::quant::BlockIQ4_NL), kernels::quant::iq4_nl_to_q8_0, owned, &v));
     else if (t.type == 3 || t.type == 7) {  // ggml Q4_1, Q5_1 (products: Q8_0 + offsets)
       HW_RETURN_IF_ERROR(count_reencoded(f, t, owned));
       v.dtype = t.type == 3 ? graph::DType::q4_1 : graph::DType::q5_1;
     }
     else
       return unsupported(f.path() + ": tensor '" + t.name + "' has type " + t.type_name() +
-                         ", which headwise cannot compute with yet (F32, F16, BF16, Q8_0, Q4_0, Q3_K, Q4_K, Q5_K and Q6_K "
-                         "are supported, and Q5_0, Q4_1 and Q5_1 through Q8_0)");
+                         ", which headwise cannot compute with yet (F32, F16, BF16, Q8_0, Q4_0, Q3_K, Q4_K, Q5_K, Q6_K and "
+                         "IQ4_XS are supported, and Q5_0, IQ4_NL, Q4_1 and Q5_1 through Q8_0)");
     views->push_back(std::move(v));
   }
   return Status::Ok();

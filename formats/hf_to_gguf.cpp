@@ -24,6 +24,7 @@ uint32_t ggml_type_of(graph::DType t) {
     case graph::DType::q4_1: return 3;
     case graph::DType::q5_1: return 7;
     case graph::DType::q3_k: return 11;
+    case graph::DType::iq4_xs: return 23;
   }
   return kGgmlF32;
 }

@@ -33,6 +33,7 @@ uint32_t file_type(const std::string& mix) {
   if (mix == "q5_k") return 16;  // "Q5_K_S": all Q5_K
   if (mix == "q5_k_m") return 17;
   if (mix == "q6_k") return 18;
+  if (mix == "iq4_xs") return 30;
   if (mix == "bf16") return 32;
   return 0;
 }
@@ -71,14 +72,18 @@ Status to_floats(const GgufTensor& t, std::vector<float>* out) {
   // The types read at load only (blocks of 32, back to back across rows).
   const auto lt = static_cast<hq::WType>(t.type);
   if (hq::load_only_block_bytes(lt) && !t.ne.empty() && t.ne[0] % hq::kLoadOnlyBlock == 0) {
-    auto* fn = lt == hq::WType::q5_0 ? hq::dequantize_q5_0 : lt == hq::WType::q4_1 ? hq::dequantize_q4_1 : hq::dequantize_q5_1;
+    auto* fn = lt == hq::WType::q5_0   ? hq::dequantize_q5_0
+               : lt == hq::WType::q4_1 ? hq::dequantize_q4_1
+               : lt == hq::WType::q5_1 ? hq::dequantize_q5_1
+                                       : hq::dequantize_iq4_nl;
     fn(t.data, out->data(), n);
     return Status::Ok();
   }
   const hq::TypeInfo* ti = hq::type_info(static_cast<hq::WType>(t.type));
   if (!ti || t.ne.empty() || t.ne[0] % ti->block != 0)
     return unsupported(std::string("tensor '") + t.name + "' has type " + t.type_name() +
-                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q3_K, Q4_K, Q5_K, Q6_K, Q5_0, Q4_1, Q5_1)");
+                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q5_0, "
+                       "IQ4_NL, Q4_1, Q5_1)");
   const int64_t K = t.ne[0], rows = n / K;
   for (int64_t r = 0; r < rows; ++r) ti->dequantize(t.data + size_t(r) * hq::row_bytes(*ti, K), out->data() + r * K, K);
   return Status::Ok();
@@ -89,13 +94,13 @@ Status to_floats(const GgufTensor& t, std::vector<float>* out) {
 bool valid_weight_mix(const std::string& mix) {
   const std::string m = lower(mix);
   return m == "bf16" || m == "f16" || m == "q8_0" || m == "q4_0" || m == "q3_k" || m == "q4_k" || m == "q5_k" ||
-         m == "q6_k" || m == "q3_k_m" || m == "q4_k_m" || m == "q5_k_m";
+         m == "q6_k" || m == "q3_k_m" || m == "q4_k_m" || m == "q5_k_m" || m == "iq4_xs";
 }
 
-const char* weight_mixes_help() { return "bf16|f16|q8_0|q4_0|q3_k|q4_k|q5_k|q6_k|q3_k_m|q4_k_m|q5_k_m"; }
+const char* weight_mixes_help() { return "bf16|f16|q8_0|q4_0|q3_k|q4_k|q5_k|q6_k|q3_k_m|q4_k_m|q5_k_m|iq4_xs"; }
 
 uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, const std::vector<int64_t>& ne,
-                            int n_layers, std::string* why) {
+                            int n_layers, std::string* why, int n_gqa) {
   const std::string mix = lower(mix_in);
   if (ne.size() < 2 || contains(name, "rope_freqs")) return kGgmlF32;
   // The 3-, 4- and 5-bit mixes keep the output matrix in Q6_K (llama.cpp does for every
@@ -122,6 +127,22 @@ uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, 
       want = hq::WType::q4_k;
       if (why) *why = mix + ": more bits";
     }
+  } else if (mix == "iq4_xs") {
+    // llama.cpp's IQ4_XS without an importance matrix: IQ4_XS, but attn_v in Q5_K where
+    // 4 or more query heads share a key head, ffn_down in Q5_K for the first eighth of
+    // the layers, the output matrix in Q6_K.
+    want = hq::WType::iq4_xs;
+    const int layer = layer_of(name);
+    if (name == "output.weight") {
+      want = hq::WType::q6_k;
+      if (why) *why = "low-bit mix: output matrix in Q6_K";
+    } else if (contains(name, "attn_v.") && layer >= 0 && n_gqa >= 4) {
+      want = hq::WType::q5_k;
+      if (why) *why = mix + ": more bits (grouped-query attention)";
+    } else if (contains(name, "ffn_down.") && layer >= 0 && layer < n_layers / 8) {
+      want = hq::WType::q5_k;
+      if (why) *why = mix + ": more bits";
+    }
   } else if (mix == "q4_k_m" || mix == "q5_k_m") {
     want = mix == "q4_k_m" ? hq::WType::q4_k : hq::WType::q5_k;
     const int layer = layer_of(name);
@@ -143,8 +164,9 @@ uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, 
   const int64_t K = ne[0];
   const int blk = hq::type_info(want)->block;
   if (K % blk == 0) return type_id(want);
-  // Q3_K falls back to Q4_0 (as llama.cpp's), the other K-quants to Q8_0 (llama.cpp's
-  // Q5_0/Q5_1 for Q4_K/Q5_K, which headwise does not write).
+  // Q3_K falls back to Q4_0 (as llama.cpp's), the other K-quants and IQ4_XS to Q8_0
+  // (llama.cpp's Q5_0/Q5_1/IQ4_NL for Q4_K/Q5_K/IQ4_XS, which headwise reads but does not
+  // write).
   const hq::WType fb = blk == 256 && K % 32 == 0 ? (want == hq::WType::q3_k ? hq::WType::q4_0 : hq::WType::q8_0)
                                                  : hq::WType::f16;
   if (why) *why = "fallback: rows of " + std::to_string(K) + " are not a multiple of " + std::to_string(blk);
@@ -160,6 +182,12 @@ Status quantize_gguf(const GgufFile& in, const std::string& mix_in, const std::s
   HW_RETURN_IF_ERROR(in.get_str("general.architecture", &arch));
   uint32_t n_layers = 0;
   HW_RETURN_IF_ERROR(in.get_u32(arch + ".block_count", &n_layers));
+  // Query heads per key head (iq4_xs's attn_v rule); 1 where the file does not say.
+  uint32_t heads = 0, kv_heads = 0;
+  int n_gqa = 1;
+  if (in.get_u32(arch + ".attention.head_count", &heads).ok() &&
+      in.get_u32(arch + ".attention.head_count_kv", &kv_heads).ok() && kv_heads > 0 && heads >= kv_heads)
+    n_gqa = int(heads / kv_heads);
   GgufWriter w(in.alignment());
   for (const auto& kv : in.metadata()) w.set_value(kv.first, kv.second);
   w.set_u32("general.file_type", file_type(mix));
@@ -168,7 +196,7 @@ Status quantize_gguf(const GgufFile& in, const std::string& mix_in, const std::s
   const int nt = threads > 0 ? threads : omp_get_max_threads();
   for (const GgufTensor& t : in.tensors()) {
     std::string why;
-    const uint32_t to = choose_tensor_type(mix, t.name, t.ne, int(n_layers), &why);
+    const uint32_t to = choose_tensor_type(mix, t.name, t.ne, int(n_layers), &why, n_gqa);
     QuantizeReport::Line line{t.name, t.type_name(), "", why};
     if (to == t.type || (to == kGgmlF32 && t.type != kGgmlF32 && t.ne.size() < 2)) {
       // unchanged (1-D tensors keep their type)

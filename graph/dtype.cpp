@@ -24,6 +24,7 @@ const char* dtype_name(DType t) {
     case DType::q4_1: return "Q4_1";
     case DType::q5_1: return "Q5_1";
     case DType::q3_k: return "Q3_K";
+    case DType::iq4_xs: return "IQ4_XS";
   }
   return "?";
 }
@@ -34,7 +35,7 @@ size_t dtype_size(DType t) {
     case DType::f16: return 2;
     case DType::bf16: return 2;
     case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q5_k: case DType::q6_k:
-    case DType::q4_1: case DType::q5_1: case DType::q3_k: return 0;
+    case DType::q4_1: case DType::q5_1: case DType::q3_k: case DType::iq4_xs: return 0;
   }
   return 0;
 }
@@ -117,7 +118,8 @@ void to_f32(DType t, const uint8_t* src, size_t n, float* dst) {
         dst[i] = bf16_to_f32(b);
       }
       return;
-    case DType::q8_0: case DType::q4_0: case DType::q3_k: case DType::q4_k: case DType::q5_k: case DType::q6_k: {
+    case DType::q8_0: case DType::q4_0: case DType::q3_k: case DType::q4_k: case DType::q5_k: case DType::q6_k:
+    case DType::iq4_xs: {
       // blocks lie back to back across rows: one pass over all n elements
       const auto* ti = kernels::quant::type_info(dtype_quant_type(t));
       ti->dequantize(src, dst, int64_t(n));
@@ -141,6 +143,7 @@ kernels::quant::WType dtype_quant_type(DType t) {
     case DType::q4_1: return WType::q4_1;
     case DType::q5_1: return WType::q5_1;
     case DType::q3_k: return WType::q3_k;
+    case DType::iq4_xs: return WType::iq4_xs;
     case DType::f32: break;
   }
   return WType::f32;

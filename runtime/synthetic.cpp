@@ -65,7 +65,7 @@ std::unique_ptr<Tokenizer> builtin_tokenizer() {
 
 // The matrices of `views` (llama names) in the types quantize_gguf chooses under `mix`;
 // each quantized tensor replaces its f32 data in `data` (views[i] points into data[i]).
-Status quantize_matrices(const std::string& mix, int n_layers, std::vector<graph::TensorView>* views,
+Status quantize_matrices(const std::string& mix, int n_layers, int n_gqa, std::vector<graph::TensorView>* views,
                          std::deque<std::vector<float>>* data, std::string* types) {
   namespace hq = kernels::quant;
   std::map<std::string, int> count;
@@ -77,11 +77,12 @@ Status quantize_matrices(const std::string& mix, int n_layers, std::vector<graph
       return invalid_argument("--weights: tensor '" + v.name +
                               "' has no llama (GGUF) name; --weights applies to the llama synthetic models");
     const int64_t K = v.shape[1], N = v.shape[0];  // [N][K] rows, as GGUF's ne = {K, N}
-    const auto wt = static_cast<hq::WType>(formats::choose_tensor_type(mix, gguf, {K, N}, n_layers, nullptr));
+    const auto wt = static_cast<hq::WType>(formats::choose_tensor_type(mix, gguf, {K, N}, n_layers, nullptr, n_gqa));
     const hq::TypeInfo* ti = hq::type_info(wt);
     graph::DType dt = graph::DType::f32;
     for (graph::DType d : {graph::DType::f16, graph::DType::bf16, graph::DType::q8_0, graph::DType::q4_0,
-                           graph::DType::q3_k, graph::DType::q4_k, graph::DType::q5_k, graph::DType::q6_k})
+                           graph::DType::q3_k, graph::DType::q4_k, graph::DType::q5_k, graph::DType::q6_k,
+                           graph::DType::iq4_xs})
       if (graph::dtype_quant_type(d) == wt) dt = d;
     if (!ti || dt == graph::DType::f32) {
       ++count["f32"];
@@ -173,7 +174,7 @@ Status synthetic_model(const std::string& name, uint64_t seed, const std::string
   if (!mix.empty()) {
     if (!formats::valid_weight_mix(mix))
       return invalid_argument("--weights '" + mix + "' is not one of " + formats::weight_mixes_help());
-    HW_RETURN_IF_ERROR(quantize_matrices(mix, s.n_layers, &views, &data, types));
+    HW_RETURN_IF_ERROR(quantize_matrices(mix, s.n_layers, s.n_kv_heads > 0 ? s.n_heads / s.n_kv_heads : 1, &views, &data, types));
   }
   const std::string label = "synthetic:" + name + " (seeded random weights, seed " + std::to_string(seed) +
                             (mix.empty() ? "" : ", " + mix + " weights") + ")";

@@ -36,7 +36,7 @@ std::string stored_weights_mix(const graph::Plan& plan, std::string* types);
 // (peak.tile_bf16_*: kernels may use AMX), the AMX panels' (graph/widened16.hpp): bf16,
 // the integer types from Projection::kAmxDequantMinRows rows → the tile GFLOP/s, f16 →
 // a third of it (three products a value). Else avx512: bf16 → vdpbf16ps GFLOP/s (oneDNN's
-// bf16 matmul), q8_0/q4_0/q3_k/q4_k/q5_k/q6_k/q3_k_m/q4_k_m/q5_k_m → vpdpbusd GOP/s (int8 tiles);
+// bf16 matmul), q8_0/q4_0/q3_k/q4_k/q5_k/q6_k/iq4_xs and the mixes → vpdpbusd GOP/s (int8 tiles);
 // avx2: the integer types → vpmaddubsw GOP/s, bf16 → 0 (widened to fp32 in registers:
 // the FMA peak applies, as for f16 without AMX). `what` gets its name ("AMX bf16 tile" /
 // "bf16 dot" / "int8 dot" / "int8 dot avx2" / "a third of the AMX bf16 tile"). 0 when unknown or unmeasured.

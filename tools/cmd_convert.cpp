@@ -36,7 +36,8 @@ void usage(std::FILE* f) {
                "  stores the weight matrices in TYPE (norms stay f32; rows that do not fit a\n"
                "  type's block fall back to q8_0, q4_0 (q3_k) or f16; 3-, 4- and 5-bit types keep\n"
                "  the output matrix in q6_k; q4_k_m/q5_k_m: q6_k for half the layers'\n"
-               "  attn_v/ffn_down; q3_k_m: q4_k/q5_k for attn_v, ffn_down, attn_output);\n"
+               "  attn_v/ffn_down; q3_k_m: q4_k/q5_k for attn_v, ffn_down, attn_output;\n"
+               "  iq4_xs: q5_k for attn_v under grouped-query attention and early ffn_down);\n"
                "  --vocab adds a vocabulary GGUF's tokenizer to a Hugging Face folder's file\n",
                formats::weight_mixes_help());
 }

@@ -24,6 +24,13 @@
 //                     of 16, x = d·(sc_j − 32)·(q − 4), q ∈ [0, 7] (layout in q3_k_scalar.cpp)
 //   Q6_K  256 values: ql[128] low nibbles, qh[64] high 2 bits, 16 int8 scales, d (f16);
 //                     16 sub-blocks of 16, x = d·sc_j·(q − 32), q ∈ [0, 63] (layout in q6_k_scalar.cpp)
+//   IQ4_NL 32 values: d (f16), 16 bytes        x = d·kIq4Values[q], q ∈ [0, 15], nibbles as
+//                     Q4_0's. Not computed on: re-encoded exactly as Q8_0 at load (the
+//                     table's values are int8: iq4_nl_to_q8_0)
+//   IQ4_XS 256 values: d (f16), scales_h (u16), scales_l[4], 128 bytes of nibbles; 8
+//                     sub-blocks of 32, x = d·(sc_j − 32)·kIq4Values[q] with 6-bit sc_j
+//                     (iq4_xs_scale); sub-block j's 16 bytes at 16j hold its elements
+//                     l < 16 in their low nibbles, l + 16 in the high
 #pragma once
 
 #include <cstdint>
@@ -81,7 +88,22 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ5_0) == 22, "GGUF block sizes");
 static_assert(sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_1) == 24, "GGUF block sizes");
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t q[kQK / 2];
+};
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;  // bits 2j, 2j + 1: the top 2 bits of sub-block j's scale
+  uint8_t scales_l[kQKK / 64];  // the low 4 bits of sub-block 2i's scale in byte i's low nibble, 2i + 1's in the high
+  uint8_t q[kQKK / 2];
+};
 static_assert(sizeof(BlockQ3_K) == 110, "GGUF block sizes");
+static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136, "GGUF block sizes");
+
+// IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl, from the format): a non-uniform
+// grid, denser near 0, every one an int8.
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210,
               "GGUF block sizes");
 
@@ -115,6 +137,12 @@ inline void k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
 inline int q3_k_scale(const uint8_t* s, int j) {
   const int low = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
   return (low | ((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+}
+
+// The scale of sub-block j (0..7) of an IQ4_XS block, stored + 32 in 6 bits: the low 4
+// in scales_l, the top 2 in scales_h. Returns sc_j − 32 ∈ [−32, 31].
+inline int iq4_xs_scale(const BlockIQ4_XS& b, int j) {
+  return (((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | ((b.scales_h >> (2 * j)) & 3) << 4) - 32;
 }
 
 // Round to nearest, ties to even, for |x| < 2²²: adding 1.5·2²³ leaves no fraction bits,

@@ -1,7 +1,7 @@
-// The GGUF types headwise reads but does not compute on (quant.hpp): Q5_0, Q4_1 and
-// Q5_1, which llama-quantize writes in place of Q4_K and Q5_K where a row is not whole
-// 256-blocks. Each is re-encoded at load as Q8_0 (plus, for Q4_1 and Q5_1, one offset a
-// block) and runs on the Q8_0 kernels; the dequantizers serve the conversions (token
+// The GGUF types headwise reads but does not compute on (quant.hpp): Q5_0, Q4_1, Q5_1
+// and IQ4_NL, which llama-quantize writes in place of Q4_K, Q5_K and IQ4_XS where a row
+// is not whole 256-blocks. Each is re-encoded at load as Q8_0 (plus, for Q4_1 and Q5_1,
+// one offset a block) and runs on the Q8_0 kernels; the dequantizers serve the conversions (token
 // embedding rows, `headwise convert`) and the tests.
 #include "kernels/quant/blocks.hpp"
 #include "kernels/quant/quant.hpp"
@@ -77,11 +77,32 @@ void q5_1_to_q8_0(const void* q5_1, void* q8_0, float* offsets, int64_t blocks) 
   offset_to_q8_0<BlockQ5_1, 16>(q5_1, q8_0, offsets, blocks);
 }
 
+void iq4_nl_to_q8_0(const void* iq4_nl, void* q8_0, int64_t blocks) {
+  const auto* in = static_cast<const BlockIQ4_NL*>(iq4_nl);
+  auto* out = static_cast<BlockQ8_0*>(q8_0);
+  for (int64_t b = 0; b < blocks; ++b) {
+    out[b].d = in[b].d;
+    for (int j = 0; j < kQK / 2; ++j) {
+      out[b].q[j] = kIq4Values[in[b].q[j] & 0x0F];
+      out[b].q[j + kQK / 2] = kIq4Values[in[b].q[j] >> 4];
+    }
+  }
+}
+void dequantize_iq4_nl(const void* w, float* out, int64_t K) {
+  const auto* in = static_cast<const BlockIQ4_NL*>(w);
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    BlockQ8_0 q;
+    iq4_nl_to_q8_0(in + b, &q, 1);
+    dequantize_q8_0(&q, out + b * kQK, kQK);  // d·q: ggml's d·kvalues[q], one rounding
+  }
+}
+
 int load_only_block_bytes(WType t) {
   switch (t) {
     case WType::q5_0: return int(sizeof(BlockQ5_0));
     case WType::q4_1: return int(sizeof(BlockQ4_1));
     case WType::q5_1: return int(sizeof(BlockQ5_1));
+    case WType::iq4_nl: return int(sizeof(BlockIQ4_NL));
     default: return 0;
   }
 }

@@ -149,6 +149,12 @@ struct V8 {
 #endif
   }
   static I dot(I acc, I u, I s) { return D::dot_acc(acc, u, s); }
+  // A 16-byte table in both 128-bit lanes, and its entries at the low 4 bits of each byte
+  // of i (whose bit 7 is clear): IQ4_XS's levels.
+  static I table16(const void* t) { return _mm256_broadcastsi128_si256(load_16(t)); }
+  static I lookup(I t, I i) { return _mm256_shuffle_epi8(t, i); }
+  static I abs8(I a) { return _mm256_abs_epi8(a); }
+  static I sign8(I a, I s) { return _mm256_sign_epi8(a, s); }  // a, negated where s < 0 (0 where s = 0)
   // Without VNNI the products are vpmaddubsw's 16-bit pair sums: the tiles add several
   // in 16 bits and widen them with ONE vpmaddwd against the rows' scales (kMadd16),
   // instead of a vpmaddwd per product and a vpmulld per sub-block. On Zen 1 all three
@@ -202,6 +208,9 @@ struct V16Ops {
   static I merge45(I l, I h) { return _mm512_ternarylogic_epi32(h, l, _mm512_set1_epi8(0x30), 0xE4); }
   static I merge2(I l, I h) { return _mm512_ternarylogic_epi32(h, l, _mm512_set1_epi8(0x04), 0xE4); }
   static I dot(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
+  static I table16(const void* t) { return _mm512_broadcast_i32x4(load_16(t)); }
+  static I lookup(I t, I i) { return _mm512_shuffle_epi8(t, i); }
+  static I sub32(I a, I b) { return _mm512_sub_epi32(a, b); }
   static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
   static F set1(float v) { return _mm512_set1_ps(v); }
   static F zero_f() { return _mm512_setzero_ps(); }

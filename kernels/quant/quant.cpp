@@ -30,6 +30,7 @@ HW_QUANT_TYPE(q3_k)
 HW_QUANT_TYPE(q4_k)
 HW_QUANT_TYPE(q5_k)
 HW_QUANT_TYPE(q6_k)
+HW_QUANT_TYPE(iq4_xs)
 #undef HW_QUANT_TYPE
 
 namespace {
@@ -44,10 +45,12 @@ const TypeInfo kTypes[] = {
     {WType::q4_k, "q4_K", kQKK, sizeof(BlockQ4_K), ActKind::q8a, quantize_q4_k, dequantize_q4_k},
     {WType::q5_k, "q5_K", kQKK, sizeof(BlockQ5_K), ActKind::q8a, quantize_q5_k, dequantize_q5_k},
     {WType::q6_k, "q6_K", kQKK, sizeof(BlockQ6_K), ActKind::q8a, quantize_q6_k, dequantize_q6_k},
+    {WType::iq4_xs, "iq4_XS", kQKK, sizeof(BlockIQ4_XS), ActKind::q8a, quantize_iq4_xs, dequantize_iq4_xs},
 };
 constexpr int kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
 
-const WType kTypeList[] = {WType::f16, WType::bf16, WType::q8_0, WType::q4_0, WType::q3_k, WType::q4_k, WType::q5_k, WType::q6_k};
+const WType kTypeList[] = {WType::f16, WType::bf16, WType::q8_0, WType::q4_0, WType::q3_k, WType::q4_k, WType::q5_k, WType::q6_k,
+                           WType::iq4_xs};
 static_assert(sizeof(kTypeList) / sizeof(kTypeList[0]) == kTypeCount, "one list entry per type");
 
 bool detect_vnni_bf16() {

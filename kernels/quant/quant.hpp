@@ -25,10 +25,11 @@
 namespace headwise::kernels::quant {
 
 // ggml's type ids (what GGUF stores per tensor).
-// q4_1, q5_0 and q5_1 are read at load only (load_only.cpp): not in the catalogue, no
-// type_info().
+// q4_1, q5_0, q5_1 and iq4_nl are read at load only (load_only.cpp): not in the
+// catalogue, no type_info().
 enum class WType : uint32_t {
-  f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30
+  f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, iq4_nl = 20, iq4_xs = 23,
+  bf16 = 30
 };
 
 // What a type's products take as input rows.
@@ -59,7 +60,8 @@ struct TypeInfo {
 const TypeInfo* type_info(WType t);
 // The catalogue's types, for tests, tools and benchmarks.
 const WType* all_types(int* count);
-// Parses "bf16", "f16", "q8_0", "q4_0", "q3_k", "q4_k", "q5_k", "q6_k" (case-insensitive).
+// Parses "bf16", "f16", "q8_0", "q4_0", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs"
+// (case-insensitive).
 bool parse_wtype(const char* s, WType* out);
 
 // GGUF Q5_0 blocks (`blocks` of them, back to back) as Q8_0 blocks with the same d and
@@ -86,7 +88,15 @@ void dequantize_q5_1(const void* w, float* out, int64_t K);
 // `blocks` blocks (back to back) as Q8_0 blocks and their offsets, one float a block.
 void q4_1_to_q8_0(const void* q4_1, void* q8_0, float* offsets, int64_t blocks);
 void q5_1_to_q8_0(const void* q5_1, void* q8_0, float* offsets, int64_t blocks);
-// Bytes of a block of a type read at load only (Q5_0, Q4_1, Q5_1: blocks of
+// GGUF IQ4_NL blocks as Q8_0 blocks with the same d and the grid's levels
+// (kIq4Values[q], all int8) as the int8 values: the same numbers exactly, 34 bytes for 18.
+// llama-quantize writes IQ4_NL where an IQ4_XS row is not whole 256-blocks, and in its
+// IQ4_NL mix.
+void iq4_nl_to_q8_0(const void* iq4_nl, void* q8_0, int64_t blocks);
+// K elements of IQ4_NL rows as floats: d·kIq4Values[q], ggml's numbers.
+void dequantize_iq4_nl(const void* w, float* out, int64_t K);
+
+// Bytes of a block of a type read at load only (Q5_0, Q4_1, Q5_1, IQ4_NL: blocks of
 // kLoadOnlyBlock elements), or 0.
 constexpr int kLoadOnlyBlock = 32;
 int load_only_block_bytes(WType t);

@@ -87,18 +87,26 @@ def main():
     q51_file = os.path.join(w, "q5_1.gguf")
     q5_names = gguf_rewrite.rewrite_as(gguf, q51_file, "q5_1")
     common.run_cli(args.headwise, ["run", q51_file] + RUN_ARGS)
-    # convert reads the types it does not write (to_floats: Q5_0, Q4_1, Q5_1) as well
-    for src in (q5_file, q51_file):
+    # IQ4_NL tensors are re-encoded as Q8_0 copies at load, as Q5_0's: the same bound.
+    iq4nl_file = os.path.join(w, "iq4_nl.gguf")
+    iq4nl_names = gguf_rewrite.rewrite_as(gguf, iq4nl_file, "iq4_nl")
+    common.run_cli(args.headwise, ["run", iq4nl_file] + RUN_ARGS)
+    # convert reads the types it does not write (to_floats: Q5_0, Q4_1, Q5_1, IQ4_NL) as well
+    for src in (q5_file, q51_file, iq4nl_file):
         out = src.replace(".gguf", "-as-q8_0.gguf")
         common.run_cli(args.headwise, ["convert", src, "--weights", "q8_0", "-o", out])
         common.run_cli(args.headwise, ["run", out] + RUN_ARGS)
     cases.append(("overlapping Q5_1 tensors", patch(q51_file, os.path.join(w, "q51_overlap.gguf"), overlap),
                   ["q51_overlap.gguf", "Q5_1 tensors", "exceed the file", "overlap"]))
 
-    def bf(b):
-        struct.pack_into("<I", b, tensor_type_at(b, "blk.0.ffn_down.weight"), 20)  # IQ4_NL
-    cases.append(("unsupported tensor type (IQ4_NL)", patch(gguf, os.path.join(w, "iq4.gguf"), bf),
-                  ["iq4.gguf", "blk.0.ffn_down.weight", "IQ4_NL"]))
+    q5_names = iq4nl_names
+    cases.append(("overlapping IQ4_NL tensors", patch(iq4nl_file, os.path.join(w, "iq4nl_overlap.gguf"), overlap),
+                  ["iq4nl_overlap.gguf", "IQ4_NL", "exceed the file", "overlap"]))
+
+    def iq3(b):
+        struct.pack_into("<I", b, tensor_type_at(b, "blk.0.ffn_down.weight"), 21)  # IQ3_S
+    cases.append(("unsupported tensor type (IQ3_S)", patch(gguf, os.path.join(w, "iq3.gguf"), iq3),
+                  ["iq3.gguf", "blk.0.ffn_down.weight", "IQ3_S"]))
 
     # HF: unknown model_type
     d = os.path.join(w, "bert-hf")

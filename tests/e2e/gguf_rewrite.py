@@ -1,4 +1,4 @@
-"""A GGUF file's F32 matrices rewritten as Q5_0, Q4_1 or Q5_1, in NumPy, for the tests.
+"""A GGUF file's F32 matrices rewritten as Q5_0, Q4_1, Q5_1 or IQ4_NL, in NumPy, for the tests.
 
 llama-quantize writes Q5_0 where a Q4_K row is not whole 256-blocks and Q5_1 where a
 Q5_K row is not (Q4_K_M and Q5_K_M files of models 576 or 896 wide), and headwise has no
@@ -10,10 +10,15 @@ file's alignment). Blocks of 32:
         (element j < 16 the low nibble of byte j, j + 16 its high nibble); x = d·(q − 16).
   Q4_1: d, m (f16), 16 bytes of nibbles as Q5_0's; x = d·q + m.
   Q5_1: d, m (f16), qh, 16 bytes as Q5_0's; x = d·q + m.
+  IQ4_NL: d (f16), 16 bytes of nibbles as Q5_0's; x = d·IQ4_LEVELS[q]. llama-quantize
+        writes it where an IQ4_XS row is not whole 256-blocks. Quantized here by a plain
+        rule (d = the largest magnitude's value / −127, q the nearest level of x / d),
+        not ggml's scale search: any valid file serves an agreement test.
 """
 import struct
 
-GGML_F32, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1 = 0, 3, 6, 7
+GGML_F32, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_IQ4_NL = 0, 3, 6, 7, 20
+IQ4_LEVELS = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]
 # GGUF value types → struct format of a scalar (8 string, 9 array handled apart)
 _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 
@@ -91,7 +96,22 @@ def quantize_offset(x, bits):
     return np.concatenate([head, qh.view(np.uint8).reshape(-1, 4), qs], 1).tobytes()
 
 
-QUANTIZERS = {"q5_0": (GGML_Q5_0, quantize_q5_0), "q4_1": (GGML_Q4_1, lambda x: quantize_offset(x, 4)),
+def quantize_iq4_nl(x):
+    """Rows of float32 (length a multiple of 32) as IQ4_NL bytes (the plain rule above)."""
+    import numpy as np
+    x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, 32)
+    mx = x[np.arange(len(x)), np.abs(x).argmax(1)]
+    d = (mx / np.float32(-127)).astype(np.float16)
+    df = d.astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.where(df[:, None] != 0, x / df[:, None], 0)
+    levels = np.array(IQ4_LEVELS, dtype=np.float32)
+    q = np.abs(v[:, :, None] - levels[None, None, :]).argmin(2).astype(np.uint32)
+    qs = ((q[:, :16] & 0xF) | ((q[:, 16:] & 0xF) << 4)).astype(np.uint8)
+    return np.concatenate([d.view(np.uint8).reshape(-1, 2), qs], 1).tobytes()
+
+
+QUANTIZERS = {"iq4_nl": (GGML_IQ4_NL, quantize_iq4_nl),"q5_0": (GGML_Q5_0, quantize_q5_0), "q4_1": (GGML_Q4_1, lambda x: quantize_offset(x, 4)),
               "q5_1": (GGML_Q5_1, lambda x: quantize_offset(x, 5))}
 
 

@@ -8,7 +8,10 @@
 // Q3_K, attn_v Q5_K while i_attention_wv < 2 (layers 0 and 1) and Q4_K after, ffn_down
 // Q5_K for i < n/16 and Q4_K after (any architecture but Falcon), attn_output and the
 // fused attn_qkv Q4_K, the output matrix Q6_K; Q3_K_S all Q3_K but the output matrix;
-// Q3_K rows that are not whole 256-blocks fall back to Q4_0 (both).
+// Q3_K rows that are not whole 256-blocks fall back to Q4_0 (both). IQ4_XS without an
+// importance matrix: IQ4_XS, attn_v Q5_K where n_gqa >= 4, ffn_down Q5_K for i < n/8,
+// the output matrix Q6_K; rows that are not whole 256-blocks fall back (headwise: Q8_0;
+// llama.cpp: IQ4_NL, which headwise reads but does not write).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -19,7 +22,8 @@
 namespace headwise::formats {
 namespace {
 
-constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14;
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14,
+                   kIQ4_XS = 23;
 const std::vector<int64_t> kMat = {512, 1024};  // ne: rows of 512 (two 256-blocks), 1024 rows
 
 uint32_t type_of(const std::string& mix, const std::string& name, const std::vector<int64_t>& ne = kMat,
@@ -81,6 +85,28 @@ TEST(QuantizeGguf, Q3KMixesFollowLlamaCpp) {
   EXPECT_EQ(type_of("q3_k_m", "blk.0.attn_q.weight", {100, 64}), kF16);
 }
 
+TEST(QuantizeGguf, Iq4XsMixFollowsLlamaCpp) {
+  // 32 layers: n/8 = 4
+  for (int l = 0; l < 32; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    EXPECT_EQ(type_of("iq4_xs", b + "ffn_down.weight"), l < 4 ? kQ5_K : kIQ4_XS) << l;
+    // attn_v: Q5_K only where 4 or more query heads share a key head
+    EXPECT_EQ(type_of("iq4_xs", b + "attn_v.weight"), kIQ4_XS) << l;
+    EXPECT_EQ(choose_tensor_type("IQ4_XS", b + "attn_v.weight", kMat, 32, nullptr, 4), kQ5_K) << l;
+    EXPECT_EQ(choose_tensor_type("iq4_xs", b + "attn_v.weight", kMat, 32, nullptr, 2), kIQ4_XS) << l;
+    for (const char* t : {"attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight",
+                          "attn_qkv.weight"})
+      EXPECT_EQ(type_of("iq4_xs", b + t), kIQ4_XS) << b + t;
+    EXPECT_EQ(type_of("iq4_xs", b + "attn_norm.weight", {512}), kF32) << l;
+  }
+  EXPECT_EQ(type_of("iq4_xs", "output.weight"), kQ6_K);
+  EXPECT_EQ(type_of("iq4_xs", "token_embd.weight"), kIQ4_XS);
+  std::string why;
+  EXPECT_EQ(type_of("iq4_xs", "blk.9.attn_q.weight", {288, 64}, &why), kQ8_0);
+  EXPECT_NE(why.find("fallback"), std::string::npos) << why;
+  EXPECT_EQ(type_of("iq4_xs", "blk.9.attn_q.weight", {100, 64}), kF16);
+}
+
 TEST(QuantizeGguf, Q5KRowsThatAreNotWholeBlocksFallBack) {
   std::string why;
   EXPECT_EQ(type_of("q5_k", "blk.0.attn_q.weight", {64, 64}, &why), kQ8_0);
@@ -90,9 +116,9 @@ TEST(QuantizeGguf, Q5KRowsThatAreNotWholeBlocksFallBack) {
 }
 
 TEST(QuantizeGguf, MixNames) {
-  for (const char* m : {"q5_k", "Q5_K", "q5_k_m", "Q5_K_M", "q4_k_m", "bf16", "q3_k", "Q3_K_M"})
+  for (const char* m : {"q5_k", "Q5_K", "q5_k_m", "Q5_K_M", "q4_k_m", "bf16", "q3_k", "Q3_K_M", "IQ4_XS"})
     EXPECT_TRUE(valid_weight_mix(m)) << m;
-  for (const char* m : {"q5_0", "q5_k_s", "q5", "q3_k_l", "q2_k", ""}) EXPECT_FALSE(valid_weight_mix(m)) << m;
+  for (const char* m : {"q5_0", "q5_k_s", "q5", "q3_k_l", "q2_k", "iq4_nl", ""}) EXPECT_FALSE(valid_weight_mix(m)) << m;
   EXPECT_NE(std::string(weight_mixes_help()).find("q5_k|"), std::string::npos);
   EXPECT_NE(std::string(weight_mixes_help()).find("q5_k_m"), std::string::npos);
 }

@@ -24,6 +24,7 @@ quant::WType wtype_of(WeightType t) {
     case WeightType::q4_k: return quant::WType::q4_k;
     case WeightType::q5_k: return quant::WType::q5_k;
     case WeightType::q6_k: return quant::WType::q6_k;
+    case WeightType::iq4_xs: return quant::WType::iq4_xs;
     default: return quant::WType::f32;
   }
 }

@@ -16,7 +16,9 @@ import sys
 import tempfile
 
 TYPES = {"f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q3_K": "Q3_K", "q4_K": "Q4_K", "q5_K": "Q5_K",
-         "q6_K": "Q6_K",
+         "q6_K": "Q6_K", "iq4_XS": "IQ4_XS",
+         # IQ4_NL blocks re-encoded as Q8_0 (iq4_nl_to_q8_0), then dequantized
+         "iq4_nl": "IQ4_NL",
          # Q5_0 blocks re-encoded as Q8_0 (kernels/quant/quant.hpp: q5_0_to_q8_0), then dequantized
          "q5_0": "Q5_0",
          # Q4_1 / Q5_1 as the products take them (Q8_0 rows plus one offset a block: c =

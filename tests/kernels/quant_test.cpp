@@ -68,7 +68,7 @@ std::vector<float> gaussian(size_t n, uint32_t seed, float outlier_every = 0) {
 // Relative RMS error of quantize → dequantize on Gaussian rows with outliers, and its
 // bound: measured here (x86-64, this code) and rounded up by ~10%. For reference, the
 // grid steps: bf16 2⁻⁸ relative, f16 2⁻¹¹, Q8_0 max/127 per 32, 4-bit ~max/8 per 32
-// (5-bit ~max/16; Q3_K ~max/4 per 16).
+// (5-bit ~max/16; Q3_K ~max/4 per 16; IQ4_XS 16 levels, denser near 0, per 32).
 struct ErrorBound {
   WType t;
   double rel_rms;
@@ -76,6 +76,7 @@ struct ErrorBound {
 const ErrorBound kBounds[] = {
     {WType::f16, 2.2e-4}, {WType::bf16, 1.75e-3}, {WType::q8_0, 1.03e-2},
     {WType::q4_0, 0.166}, {WType::q3_k, 0.225},  {WType::q4_k, 0.105},   {WType::q5_k, 0.052}, {WType::q6_k, 0.029},
+    {WType::iq4_xs, 0.123},
 };
 
 TEST(QuantRoundTrip, ErrorWithinBound) {
@@ -152,6 +153,31 @@ TEST(QuantRoundTrip, ZeroRowsAndConstantRows) {
 // Q5_K's 5th bits (bit j of qh[l] for element l of sub-block j), Q3_K's scale packing
 // (sub-blocks below and above 8) and its 3rd bits (bit 4h + k of hmask[l]).
 TEST(QuantSemantics, HandBuiltBlocks) {
+  {
+    // IQ4_XS: scales stored + 32 as 4 low bits (scales_l, sub-block 2i in byte i's low
+    // nibble) and 2 high bits (bits 2j, 2j + 1 of scales_h); sub-block j's nibbles in
+    // bytes 16j .. 16j + 15, element l < 16 low, l + 16 high; levels kIq4Values.
+    BlockIQ4_XS b{};
+    b.d = f32_to_half(0.5f);
+    // sub-block 0: 32 (sc 0); 1: 32 + 3 = 0x23; 6: 32 − 17 = 15 = 0x0F; 7: 63 (sc 31)
+    const int u[8] = {32, 0x23, 32, 32, 32, 32, 0x0F, 63};
+    for (int j = 0; j < 8; ++j) {
+      b.scales_l[j / 2] |= uint8_t((u[j] & 0xF) << (4 * (j % 2)));
+      b.scales_h |= uint16_t((u[j] >> 4) << (2 * j));
+    }
+    b.q[16 * 1 + 2] = uint8_t(0 | 15 << 4);  // sub-block 1: element 2 → level 0 (−127), 18 → 15 (113)
+    b.q[16 * 6 + 15] = uint8_t(9 << 4);      // sub-block 6: element 15 → level 0, 31 → 9 (13)
+    b.q[16 * 7 + 0] = uint8_t(7);            // sub-block 7: element 0 → level 7 (−10)
+    float y[256];
+    type_info(WType::iq4_xs)->dequantize(&b, y, 256);
+    EXPECT_FLOAT_EQ(y[32 + 2], 0.5f * 3 * -127);
+    EXPECT_FLOAT_EQ(y[32 + 18], 0.5f * 3 * 113);
+    EXPECT_FLOAT_EQ(y[32 + 3], 0.5f * 3 * -127);  // nibble 0 is level 0
+    EXPECT_FLOAT_EQ(y[192 + 15], 0.5f * -17 * -127);
+    EXPECT_FLOAT_EQ(y[192 + 31], 0.5f * -17 * 13);
+    EXPECT_FLOAT_EQ(y[224], 0.5f * 31 * -10);
+    EXPECT_FLOAT_EQ(y[0], 0.0f);  // sc − 32 = 0
+  }
   {
     BlockQ3_K b{};
     b.d = f32_to_half(0.25f);
@@ -366,11 +392,16 @@ TEST(QuantTypes, ParseAndSizes) {
   EXPECT_EQ(t, WType::bf16);
   EXPECT_TRUE(parse_wtype("Q3_K", &t));
   EXPECT_EQ(t, WType::q3_k);
+  EXPECT_TRUE(parse_wtype("IQ4_XS", &t));
+  EXPECT_EQ(t, WType::iq4_xs);
   EXPECT_FALSE(parse_wtype("q2_k", &t));
+  EXPECT_FALSE(parse_wtype("iq4_nl", &t));  // read at load only
   EXPECT_FALSE(parse_wtype("", &t));
   EXPECT_EQ(row_bytes(*type_info(WType::q4_k), 4096), size_t(16 * 144));
   EXPECT_EQ(row_bytes(*type_info(WType::q8_0), 64), size_t(68));
   EXPECT_EQ(row_bytes(*type_info(WType::q3_k), 512), size_t(2 * 110));
+  EXPECT_EQ(row_bytes(*type_info(WType::iq4_xs), 512), size_t(2 * 136));
+  EXPECT_EQ(load_only_block_bytes(WType::iq4_nl), 18);
   EXPECT_EQ(act_row_bytes(ActKind::q8a, 64), size_t(80));
 }
 
@@ -407,6 +438,24 @@ TEST(QuantSemantics, Q5_0ReencodesAsQ8_0Exactly) {
     std::memcpy(c.qh, &h, 4);
     q5_0_to_q8_0(&c, &y, 1);
     for (int j = 0; j < kQK; ++j) ASSERT_EQ(y.q[j], v - 16) << v << " " << j;
+  }
+}
+
+// IQ4_NL → Q8_0 is exact: x = d·kIq4Values[q], element j < 16 the low nibble of byte j,
+// j + 16 the high one; every nibble value in both halves.
+TEST(QuantSemantics, Iq4NlReencodesAsQ8_0Exactly) {
+  const int8_t levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};  // ggml's
+  for (int v = 0; v < 16; ++v) {
+    BlockIQ4_NL b{};
+    b.d = f32_to_half(0.25f);
+    for (int j = 0; j < 16; ++j) b.q[j] = uint8_t(v | (15 - v) << 4);
+    BlockQ8_0 y{};
+    iq4_nl_to_q8_0(&b, &y, 1);
+    EXPECT_EQ(y.d, b.d);
+    for (int j = 0; j < 16; ++j) {
+      ASSERT_EQ(y.q[j], levels[v]) << v << " " << j;
+      ASSERT_EQ(y.q[j + 16], levels[15 - v]) << v << " " << j;
+    }
   }
 }
 
@@ -509,6 +558,7 @@ TEST(QuantSemantics, DequantizationMatchesGgufPy) {
         case WType::q4_k: case WType::q5_k: put(0, finite_half()); put(2, finite_half()); break;
         case WType::q6_k: put(208, finite_half()); break;
         case WType::q3_k: put(108, finite_half()); break;
+        case WType::iq4_xs: put(0, finite_half()); break;
         default: break;
       }
     }
@@ -531,6 +581,23 @@ TEST(QuantSemantics, DequantizationMatchesGgufPy) {
     write_case(dir + "/q5_0", w, y, rows);
     std::vector<float> direct(y.size());  // convert's and the embedding's reading
     dequantize_q5_0(w.data(), direct.data(), int64_t(direct.size()));
+    EXPECT_EQ(direct, y);
+  }
+  {  // IQ4_NL, as the GGUF loader takes it: re-encoded as Q8_0, which is then what is read
+    const int rows = 3, blocks = 7;
+    std::vector<uint8_t> w(size_t(rows) * blocks * sizeof(BlockIQ4_NL));
+    for (uint8_t& b : w) b = uint8_t(byte(g));
+    for (size_t off = 0; off < w.size(); off += sizeof(BlockIQ4_NL)) {
+      const uint16_t h = finite_half();
+      std::memcpy(w.data() + off, &h, 2);
+    }
+    std::vector<uint8_t> q8(size_t(rows) * blocks * sizeof(BlockQ8_0));
+    iq4_nl_to_q8_0(w.data(), q8.data(), int64_t(rows) * blocks);
+    std::vector<float> y(size_t(rows) * blocks * kQK);
+    type_info(WType::q8_0)->dequantize(q8.data(), y.data(), int64_t(y.size()));
+    write_case(dir + "/iq4_nl", w, y, rows);
+    std::vector<float> direct(y.size());
+    dequantize_iq4_nl(w.data(), direct.data(), int64_t(direct.size()));
     EXPECT_EQ(direct, y);
   }
   // Q4_1 and Q5_1, as the products take them: Q8_0 rows plus one offset a block (the

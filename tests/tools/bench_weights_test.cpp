@@ -31,7 +31,8 @@ TEST(BenchWeights, EveryMixRunsAndIsNamed) {
                {"q4_0", "f16 ×2, q4_0 ×13"},  {"q4_k", "f16 ×2, q8_0 ×13"}, {"q6_k", "f16 ×2, q8_0 ×13"},
                {"q5_k", "f16 ×2, q8_0 ×13"},  {"Q4_K_M", "f16 ×2, q8_0 ×13"}, {"q5_k_m", "f16 ×2, q8_0 ×13"},
                // Q3_K falls back to q4_0; q3_k_m's attn_v/attn_output (Q5_K/Q4_K) to q8_0
-               {"q3_k", "f16 ×2, q4_0 ×13"},  {"q3_k_m", "f16 ×2, q4_0 ×9, q8_0 ×4"}};
+               {"q3_k", "f16 ×2, q4_0 ×13"},  {"q3_k_m", "f16 ×2, q4_0 ×9, q8_0 ×4"},
+               {"iq4_xs", "f16 ×2, q8_0 ×13"}};
   for (const auto& c : cases) {
     const CliResult r = run_headwise(kTiny + " --weights " + c.mix + " --json");
     ASSERT_EQ(r.code, 0) << c.mix << "\n" << r.err;
