@@ -27,9 +27,9 @@ Goals (issue 10): prefill >= 1.5x llama.cpp for BF16, Q8_0, Q4_0, >= 1.3x for Q4
 decode >= 1.2x for all four; headwise decode >= 90% of the bandwidth. F32: no goal.
 
 --llama-quantize-check converts F32 GGUFs written by headwise with llama.cpp's own
-llama-quantize into those of Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q3_K_M, IQ4_XS, Q5_0, Q4_1, Q5_1
-and IQ4_NL that --types names (Q5_K_M is not in the default list: --types q5_k_m also
-benchmarks it, with no goal from issue 10; so do --types q3_k_m, iq4_xs and f16,
+llama-quantize into those of Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q3_K_M, IQ4_XS, Q2_K, Q5_0, Q4_1,
+Q5_1 and IQ4_NL that --types names (Q5_K_M is not in the default list: --types q5_k_m also
+benchmarks it, with no goal from issue 10; so do --types q3_k_m, iq4_xs, q2_k and f16,
 llama.cpp's default conversion type; and Q5_0, Q4_1, Q5_1 and IQ4_NL, which headwise
 reads but does not write: their llama-134m
 files for the benchmark come from llama-quantize too, and they have no control) and
@@ -71,14 +71,14 @@ SHAPES = {
                       "num_attention_heads": 32, "num_key_value_heads": 8},
 }
 TYPES = ["f32", "bf16", "q8_0", "q4_0", "q4_k_m"]
-EXTRA_TYPES = ["f16", "q5_k_m", "q3_k_m", "iq4_xs"]  # accepted by --types, not in the default list
+EXTRA_TYPES = ["f16", "q5_k_m", "q3_k_m", "iq4_xs", "q2_k"]  # accepted by --types, not in the default list
 # Types headwise reads but does not write (llama-quantize's stand-ins where a K-quant row
 # is not whole 256-blocks: Q5_0 for Q4_K, Q5_1 for Q5_K, IQ4_NL for IQ4_XS; and Q4_1):
 # accepted by --types, their llama-134m files made by llama-quantize, not headwise
 # convert; no goal.
 LLAMA_QUANTIZE_ONLY = ["q5_0", "q4_1", "q5_1", "iq4_nl"]
 EXTRA_TYPES += LLAMA_QUANTIZE_ONLY
-QUANTIZE_TYPES = ["q8_0", "q4_0", "q4_k_m", "q5_k_m", "q3_k_m", "iq4_xs"] + LLAMA_QUANTIZE_ONLY  # what --llama-quantize-check can make
+QUANTIZE_TYPES = ["q8_0", "q4_0", "q4_k_m", "q5_k_m", "q3_k_m", "iq4_xs", "q2_k"] + LLAMA_QUANTIZE_ONLY  # what --llama-quantize-check can make
 PREFILL_GOAL = {"bf16": 1.5, "q8_0": 1.5, "q4_0": 1.5, "q4_k_m": 1.3}
 DECODE_GOAL = {t: 1.2 for t in PREFILL_GOAL}
 BW_GOAL = 90.0

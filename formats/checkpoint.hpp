@@ -1,6 +1,7 @@
 // Checkpoints people download, turned into a model description plus its weights:
 //   - a GGUF file (llama.cpp's naming; every tensor used in place from the mapping in
-//     its stored type — F32, F16, BF16, Q8_0, Q4_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS —
+//     its stored type — F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+//     IQ4_XS —
 //     except Q5_0 and IQ4_NL, re-encoded exactly as Q8_0 at load, and Q4_1 and Q5_1,
 //     as Q8_0 plus an offset a block; any other type refused naming the tensor and its
 //     type);

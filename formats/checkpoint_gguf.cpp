@@ -74,6 +74,7 @@ Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::T
     else if (t.type == kGgmlBF16) v.dtype = graph::DType::bf16;
     else if (t.type == 8) v.dtype = graph::DType::q8_0;   // ggml Q8_0
     else if (t.type == 2) v.dtype = graph::DType::q4_0;   // ggml Q4_0
+    else if (t.type == 10) v.dtype = graph::DType::q2_k;  // ggml Q2_K
     else if (t.type == 11) v.dtype = graph::DType::q3_k;  // ggml Q3_K
     else if (t.type == 12) v.dtype = graph::DType::q4_k;  // ggml Q4_K
     else if (t.type == 13) v.dtype = graph::DType::q5_k;  // ggml Q5_K
@@ -90,8 +91,8 @@ Status tensor_views(const GgufFile& f, const ArchConfig& c, std::vector<graph::T
     }
     else
       return unsupported(f.path() + ": tensor '" + t.name + "' has type " + t.type_name() +
-                         ", which headwise cannot compute with yet (F32, F16, BF16, Q8_0, Q4_0, Q3_K, Q4_K, Q5_K, Q6_K and "
-                         "IQ4_XS are supported, and Q5_0, IQ4_NL, Q4_1 and Q5_1 through Q8_0)");
+                         ", which headwise cannot compute with yet (F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K "
+                         "and IQ4_XS are supported, and Q5_0, IQ4_NL, Q4_1 and Q5_1 through Q8_0)");
     views->push_back(std::move(v));
   }
   return Status::Ok();

@@ -25,6 +25,7 @@ uint32_t ggml_type_of(graph::DType t) {
     case graph::DType::q5_1: return 7;
     case graph::DType::q3_k: return 11;
     case graph::DType::iq4_xs: return 23;
+    case graph::DType::q2_k: return 10;
   }
   return kGgmlF32;
 }

@@ -26,6 +26,7 @@ uint32_t file_type(const std::string& mix) {
   if (mix == "f16") return 1;
   if (mix == "q4_0") return 2;
   if (mix == "q8_0") return 7;
+  if (mix == "q2_k") return 10;  // "Q2_K": llama.cpp's mix
   if (mix == "q3_k") return 11;  // "Q3_K_S": all Q3_K
   if (mix == "q3_k_m") return 12;
   if (mix == "q4_k") return 14;  // "Q4_K_S": all Q4_K
@@ -82,7 +83,7 @@ Status to_floats(const GgufTensor& t, std::vector<float>* out) {
   const hq::TypeInfo* ti = hq::type_info(static_cast<hq::WType>(t.type));
   if (!ti || t.ne.empty() || t.ne[0] % ti->block != 0)
     return unsupported(std::string("tensor '") + t.name + "' has type " + t.type_name() +
-                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q5_0, "
+                       ", which headwise cannot read (F32, F16, BF16, Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q5_0, "
                        "IQ4_NL, Q4_1, Q5_1)");
   const int64_t K = t.ne[0], rows = n / K;
   for (int64_t r = 0; r < rows; ++r) ti->dequantize(t.data + size_t(r) * hq::row_bytes(*ti, K), out->data() + r * K, K);
@@ -94,10 +95,10 @@ Status to_floats(const GgufTensor& t, std::vector<float>* out) {
 bool valid_weight_mix(const std::string& mix) {
   const std::string m = lower(mix);
   return m == "bf16" || m == "f16" || m == "q8_0" || m == "q4_0" || m == "q3_k" || m == "q4_k" || m == "q5_k" ||
-         m == "q6_k" || m == "q3_k_m" || m == "q4_k_m" || m == "q5_k_m" || m == "iq4_xs";
+         m == "q6_k" || m == "q3_k_m" || m == "q4_k_m" || m == "q5_k_m" || m == "iq4_xs" || m == "q2_k";
 }
 
-const char* weight_mixes_help() { return "bf16|f16|q8_0|q4_0|q3_k|q4_k|q5_k|q6_k|q3_k_m|q4_k_m|q5_k_m|iq4_xs"; }
+const char* weight_mixes_help() { return "bf16|f16|q8_0|q4_0|q2_k|q3_k|q4_k|q5_k|q6_k|q3_k_m|q4_k_m|q5_k_m|iq4_xs"; }
 
 uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, const std::vector<int64_t>& ne,
                             int n_layers, std::string* why, int n_gqa) {
@@ -125,6 +126,20 @@ uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, 
       if (why) *why = mix + ": more bits";
     } else if (contains(name, "attn_output.") || contains(name, "attn_qkv.")) {
       want = hq::WType::q4_k;
+      if (why) *why = mix + ": more bits";
+    }
+  } else if (mix == "q2_k") {
+    // llama.cpp's Q2_K: Q2_K, but attn_v in Q4_K where 4 or more query heads share a key
+    // head and Q3_K elsewhere, ffn_down and attn_output in Q3_K, the output matrix in Q6_K.
+    want = hq::WType::q2_k;
+    if (name == "output.weight") {
+      want = hq::WType::q6_k;
+      if (why) *why = "low-bit mix: output matrix in Q6_K";
+    } else if (contains(name, "attn_v.") && layer_of(name) >= 0) {
+      want = n_gqa >= 4 ? hq::WType::q4_k : hq::WType::q3_k;
+      if (why) *why = mix + ": more bits";
+    } else if ((contains(name, "ffn_down.") || contains(name, "attn_output.")) && layer_of(name) >= 0) {
+      want = hq::WType::q3_k;
       if (why) *why = mix + ": more bits";
     }
   } else if (mix == "iq4_xs") {
@@ -164,10 +179,10 @@ uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, 
   const int64_t K = ne[0];
   const int blk = hq::type_info(want)->block;
   if (K % blk == 0) return type_id(want);
-  // Q3_K falls back to Q4_0 (as llama.cpp's), the other K-quants and IQ4_XS to Q8_0
+  // Q2_K and Q3_K fall back to Q4_0 (as llama.cpp's), the other K-quants and IQ4_XS to Q8_0
   // (llama.cpp's Q5_0/Q5_1/IQ4_NL for Q4_K/Q5_K/IQ4_XS, which headwise reads but does not
   // write).
-  const hq::WType fb = blk == 256 && K % 32 == 0 ? (want == hq::WType::q3_k ? hq::WType::q4_0 : hq::WType::q8_0)
+  const hq::WType fb = blk == 256 && K % 32 == 0 ? (want == hq::WType::q2_k || want == hq::WType::q3_k ? hq::WType::q4_0 : hq::WType::q8_0)
                                                  : hq::WType::f16;
   if (why) *why = "fallback: rows of " + std::to_string(K) + " are not a multiple of " + std::to_string(blk);
   return type_id(fb);

@@ -5,7 +5,8 @@
 //   - 1-D tensors (norms, biases) and rope_freqs stay as they are (F32): they are tiny
 //     and the activations and norms stay fp32.
 //   - 2-D matrices get the mix's type: bf16, f16, q8_0, q4_0, q3_k, q4_k, q5_k, q6_k,
-//     iq4_xs; for q4_k_m ("Q4_K_M" as llama.cpp names it) Q4_K, with more bits where
+//     iq4_xs; for q2_k ("Q2_K") Q2_K, with attn_v in Q4_K where 4 or more query heads
+//     share a key head (Q3_K elsewhere), ffn_down and attn_output in Q3_K; for q4_k_m ("Q4_K_M" as llama.cpp names it) Q4_K, with more bits where
 //     quantization hurts most: Q6_K for attn_v and ffn_down in the first and last eighth
 //     of the layers and every third layer between (half of them), and for the output
 //     matrix; a fused attn_qkv (GPT-2) gets Q5_K in every layer. q5_k_m ("Q5_K_M") is the
@@ -17,13 +18,13 @@
 //     share a key head and ffn_down in Q5_K in the first eighth of the layers (llama.cpp's
 //     rules without an importance matrix).
 //   - the token embedding gets the mix's type (Q4_K for q4_k_m, Q5_K for q5_k_m, Q3_K for
-//     q3_k_m, IQ4_XS for iq4_xs): it is only read one row per token; headwise dequantizes
+//     q3_k_m, IQ4_XS for iq4_xs, Q2_K for q2_k): it is only read one row per token; headwise dequantizes
 //     it once at load for the lookup.
-//   - the output matrix gets Q6_K under the 3-, 4- and 5-bit mixes (q4_0, q3_k, q3_k_m,
+//   - the output matrix gets Q6_K under the 2- to 5-bit mixes (q4_0, q2_k, q3_k, q3_k_m,
 //     q4_k, q4_k_m, q5_k, q5_k_m, iq4_xs; llama.cpp does the same for its K-quant and
 //     IQ4 mixes): the logits are the most sensitive product; the mix's type otherwise.
 //   - rows whose length (ne[0]) is not a multiple of the type's block fall back: K-quants
-//     and IQ4_XS (block 256) to Q8_0 when the length is a multiple of 32 (Q3_K to Q4_0,
+//     and IQ4_XS (block 256) to Q8_0 when the length is a multiple of 32 (Q2_K, Q3_K to Q4_0,
 //     as llama.cpp's), and anything else to F16 (llama.cpp also falls back, to its
 //     Q5_0/Q5_1/IQ4_NL/Q8_0/F16 family: headwise reads those but does not write them, so
 //     Q8_0 keeps at least the bits).
@@ -39,9 +40,9 @@
 namespace headwise::formats {
 
 // "bf16" | "f16" | "q8_0" | "q4_0" | "q3_k" | "q4_k" | "q5_k" | "q6_k" | "q3_k_m" |
-// "q4_k_m" | "q5_k_m" | "iq4_xs" (case-insensitive).
+// "q4_k_m" | "q5_k_m" | "iq4_xs" | "q2_k" (case-insensitive).
 bool valid_weight_mix(const std::string& mix);
-const char* weight_mixes_help();  // "bf16|f16|q8_0|q4_0|q3_k|q4_k|q5_k|q6_k|q3_k_m|q4_k_m|q5_k_m|iq4_xs"
+const char* weight_mixes_help();  // "bf16|f16|q8_0|q4_0|q2_k|q3_k|…|iq4_xs"
 
 // The ggml type of tensor `name` (GGUF naming: blk.N.attn_v.weight, output.weight, ...)
 // with dimensions `ne` under `mix`, in a model of n_layers layers whose n_gqa query heads

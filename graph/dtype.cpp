@@ -25,6 +25,7 @@ const char* dtype_name(DType t) {
     case DType::q5_1: return "Q5_1";
     case DType::q3_k: return "Q3_K";
     case DType::iq4_xs: return "IQ4_XS";
+    case DType::q2_k: return "Q2_K";
   }
   return "?";
 }
@@ -35,7 +36,7 @@ size_t dtype_size(DType t) {
     case DType::f16: return 2;
     case DType::bf16: return 2;
     case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q5_k: case DType::q6_k:
-    case DType::q4_1: case DType::q5_1: case DType::q3_k: case DType::iq4_xs: return 0;
+    case DType::q4_1: case DType::q5_1: case DType::q3_k: case DType::iq4_xs: case DType::q2_k: return 0;
   }
   return 0;
 }
@@ -119,7 +120,7 @@ void to_f32(DType t, const uint8_t* src, size_t n, float* dst) {
       }
       return;
     case DType::q8_0: case DType::q4_0: case DType::q3_k: case DType::q4_k: case DType::q5_k: case DType::q6_k:
-    case DType::iq4_xs: {
+    case DType::iq4_xs: case DType::q2_k: {
       // blocks lie back to back across rows: one pass over all n elements
       const auto* ti = kernels::quant::type_info(dtype_quant_type(t));
       ti->dequantize(src, dst, int64_t(n));
@@ -144,6 +145,7 @@ kernels::quant::WType dtype_quant_type(DType t) {
     case DType::q5_1: return WType::q5_1;
     case DType::q3_k: return WType::q3_k;
     case DType::iq4_xs: return WType::iq4_xs;
+    case DType::q2_k: return WType::q2_k;
     case DType::f32: break;
   }
   return WType::f32;

@@ -128,6 +128,7 @@ kernels::WeightType weight_type_of(DType t) {
     case DType::q6_k: return kernels::WeightType::q6_k;
     case DType::q3_k: return kernels::WeightType::q3_k;
     case DType::iq4_xs: return kernels::WeightType::iq4_xs;
+    case DType::q2_k: return kernels::WeightType::q2_k;
     case DType::q4_1: case DType::q5_1: break;  // no kernels: Projection::create_offset_blocks
   }
   return kernels::WeightType::f32;

@@ -15,12 +15,12 @@
 
 namespace headwise::graph {
 
-// f32, f16, bf16: one value per element. The block types (GGUF's Q8_0, Q4_0, Q3_K,
-// Q4_K, Q5_K, Q6_K, IQ4_XS; layouts in kernels/quant/blocks.hpp) store rows of blocks: they come only from
+// f32, f16, bf16: one value per element. The block types (GGUF's Q8_0, Q4_0, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS; layouts in kernels/quant/blocks.hpp) store rows of blocks: they come only from
 // GGUF files, and linear layers multiply them as stored (kernels/quant). Q4_1 and Q5_1
 // too come from GGUF files; their products are re-encoded at load (Q8_0 rows and one
 // offset a block: graph/projection.hpp, create_offset_blocks).
-enum class DType { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_1, q5_1, q3_k, iq4_xs };
+enum class DType { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_1, q5_1, q3_k, iq4_xs, q2_k };
 const char* dtype_name(DType t);
 size_t dtype_size(DType t);  // bytes per element; 0 for the block types
 bool dtype_is_block(DType t);

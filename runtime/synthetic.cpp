@@ -82,7 +82,7 @@ Status quantize_matrices(const std::string& mix, int n_layers, int n_gqa, std::v
     graph::DType dt = graph::DType::f32;
     for (graph::DType d : {graph::DType::f16, graph::DType::bf16, graph::DType::q8_0, graph::DType::q4_0,
                            graph::DType::q3_k, graph::DType::q4_k, graph::DType::q5_k, graph::DType::q6_k,
-                           graph::DType::iq4_xs})
+                           graph::DType::iq4_xs, graph::DType::q2_k})
       if (graph::dtype_quant_type(d) == wt) dt = d;
     if (!ti || dt == graph::DType::f32) {
       ++count["f32"];

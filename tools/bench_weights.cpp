@@ -42,7 +42,7 @@ std::string stored_weights_mix(const graph::Plan& plan, std::string* types) {
   if (all([](const std::string& t) { return t == "bf16"; })) return "bf16";
   if (all([](const std::string& t) { return t == "f16"; })) return "f16";
   if (all([](const std::string& t) {
-        return t == "q8_0" || t == "q4_0" || t == "q3_k" || t == "q4_k" || t == "q5_k" || t == "q6_k" || t == "iq4_xs";
+        return t == "q8_0" || t == "q4_0" || t == "q2_k" || t == "q3_k" || t == "q4_k" || t == "q5_k" || t == "q6_k" || t == "iq4_xs";
       }))
     return "q8_0";
   return "";
@@ -59,7 +59,7 @@ double bench_weights_peak(const std::string& mix_in, const std::string& isa, con
   const std::string mix = lower(mix_in);
   const bool one = threads <= 1;
   what->clear();
-  const bool integer = mix == "q8_0" || mix == "q4_0" || mix == "q3_k" || mix == "q4_k" || mix == "q5_k" ||
+  const bool integer = mix == "q8_0" || mix == "q4_0" || mix == "q2_k" || mix == "q3_k" || mix == "q4_k" || mix == "q5_k" ||
                        mix == "q6_k" || mix == "q3_k_m" || mix == "q4_k_m" || mix == "q5_k_m" || mix == "iq4_xs";
   // The AMX panels (measured only where kernels may use AMX): BF16 and F16 from 16 rows,
   // the integer types from kAmxDequantMinRows; F16 multiplies three bf16 products a value.

@@ -34,10 +34,11 @@ void usage(std::FILE* f) {
                "       headwise convert MODEL.gguf|HF_DIR --weights TYPE -o OUT.gguf [--vocab VOCAB.gguf]\n"
                "  writes a GGUF file in llama.cpp's conventions; --weights TYPE (%s)\n"
                "  stores the weight matrices in TYPE (norms stay f32; rows that do not fit a\n"
-               "  type's block fall back to q8_0, q4_0 (q3_k) or f16; 3-, 4- and 5-bit types keep\n"
+               "  type's block fall back to q8_0, q4_0 (q2_k, q3_k) or f16; 2- to 5-bit types keep\n"
                "  the output matrix in q6_k; q4_k_m/q5_k_m: q6_k for half the layers'\n"
                "  attn_v/ffn_down; q3_k_m: q4_k/q5_k for attn_v, ffn_down, attn_output;\n"
-               "  iq4_xs: q5_k for attn_v under grouped-query attention and early ffn_down);\n"
+               "  iq4_xs: q5_k for attn_v under grouped-query attention and early ffn_down;\n"
+               "  q2_k: q3_k/q4_k for attn_v, ffn_down, attn_output);\n"
                "  --vocab adds a vocabulary GGUF's tokenizer to a Hugging Face folder's file\n",
                formats::weight_mixes_help());
 }

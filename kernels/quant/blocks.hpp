@@ -20,6 +20,9 @@
 //                     bytes 32c..32c+31 hold sub-block 2c in their low nibbles, 2c+1 in the high
 //   Q5_K  as Q4_K plus qh[32]: bit (2c) of qh[l] is the 5th bit of element l of sub-block
 //                     2c, bit (2c + 1) that of sub-block 2c + 1; q ∈ [0, 31]
+//   Q2_K  256 values: 16 bytes of 4-bit scales and mins, qs[64], d, dmin (f16); 16 sub-blocks
+//                     of 16, x = d·sc_j·q − dmin·m_j (sc_j: scales[j]'s low nibble, m_j its
+//                     high), q ∈ [0, 3] with Q3_K's low-bit layout (q2_k_scalar.cpp)
 //   Q3_K  256 values: hmask[32], qs[64], 12 bytes of 6-bit scales, d (f16); 16 sub-blocks
 //                     of 16, x = d·(sc_j − 32)·(q − 4), q ∈ [0, 7] (layout in q3_k_scalar.cpp)
 //   Q6_K  256 values: ql[128] low nibbles, qh[64] high 2 bits, 16 int8 scales, d (f16);
@@ -74,6 +77,11 @@ struct BlockQ5_K {
   uint8_t qh[kQKK / 8];
   uint8_t q[kQKK / 2];
 };
+struct BlockQ2_K {
+  uint8_t scales[kQKK / 16];  // sub-block j: the scale in the low nibble of scales[j], the min in the high
+  uint8_t qs[kQKK / 4];       // bits 2k, 2k + 1 of qs[32h + l]: element 128h + 32k + l
+  uint16_t d, dmin;
+};
 struct BlockQ3_K {
   uint8_t hmask[kQKK / 8];  // bit j of hmask[l]: the 3rd bit of element 32j + l
   uint8_t qs[kQKK / 4];     // bits 2k, 2k + 1 of qs[32h + l]: the low bits of element 128h + 32k + l
@@ -98,7 +106,7 @@ struct BlockIQ4_XS {
   uint8_t scales_l[kQKK / 64];  // the low 4 bits of sub-block 2i's scale in byte i's low nibble, 2i + 1's in the high
   uint8_t q[kQKK / 2];
 };
-static_assert(sizeof(BlockQ3_K) == 110, "GGUF block sizes");
+static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110, "GGUF block sizes");
 static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136, "GGUF block sizes");
 
 // IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl, from the format): a non-uniform

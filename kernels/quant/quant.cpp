@@ -26,6 +26,7 @@ HW_QUANT_TYPE(f16)
 HW_QUANT_TYPE(bf16)
 HW_QUANT_TYPE(q8_0)
 HW_QUANT_TYPE(q4_0)
+HW_QUANT_TYPE(q2_k)
 HW_QUANT_TYPE(q3_k)
 HW_QUANT_TYPE(q4_k)
 HW_QUANT_TYPE(q5_k)
@@ -41,6 +42,7 @@ const TypeInfo kTypes[] = {
     {WType::bf16, "bf16", 1, 2, ActKind::bf16, quantize_bf16, dequantize_bf16},
     {WType::q8_0, "q8_0", kQK, sizeof(BlockQ8_0), ActKind::q8a, quantize_q8_0, dequantize_q8_0},
     {WType::q4_0, "q4_0", kQK, sizeof(BlockQ4_0), ActKind::q8a, quantize_q4_0, dequantize_q4_0},
+    {WType::q2_k, "q2_K", kQKK, sizeof(BlockQ2_K), ActKind::q8a, quantize_q2_k, dequantize_q2_k},
     {WType::q3_k, "q3_K", kQKK, sizeof(BlockQ3_K), ActKind::q8a, quantize_q3_k, dequantize_q3_k},
     {WType::q4_k, "q4_K", kQKK, sizeof(BlockQ4_K), ActKind::q8a, quantize_q4_k, dequantize_q4_k},
     {WType::q5_k, "q5_K", kQKK, sizeof(BlockQ5_K), ActKind::q8a, quantize_q5_k, dequantize_q5_k},
@@ -49,7 +51,7 @@ const TypeInfo kTypes[] = {
 };
 constexpr int kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
 
-const WType kTypeList[] = {WType::f16, WType::bf16, WType::q8_0, WType::q4_0, WType::q3_k, WType::q4_k, WType::q5_k, WType::q6_k,
+const WType kTypeList[] = {WType::f16, WType::bf16, WType::q8_0, WType::q4_0, WType::q2_k, WType::q3_k, WType::q4_k, WType::q5_k, WType::q6_k,
                            WType::iq4_xs};
 static_assert(sizeof(kTypeList) / sizeof(kTypeList[0]) == kTypeCount, "one list entry per type");
 

@@ -28,7 +28,7 @@ namespace headwise::kernels::quant {
 // q4_1, q5_0, q5_1 and iq4_nl are read at load only (load_only.cpp): not in the
 // catalogue, no type_info().
 enum class WType : uint32_t {
-  f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, iq4_nl = 20, iq4_xs = 23,
+  f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q2_k = 10, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, iq4_nl = 20, iq4_xs = 23,
   bf16 = 30
 };
 
@@ -60,7 +60,7 @@ struct TypeInfo {
 const TypeInfo* type_info(WType t);
 // The catalogue's types, for tests, tools and benchmarks.
 const WType* all_types(int* count);
-// Parses "bf16", "f16", "q8_0", "q4_0", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs"
+// Parses "bf16", "f16", "q8_0", "q4_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs"
 // (case-insensitive).
 bool parse_wtype(const char* s, WType* out);
 

@@ -62,10 +62,10 @@ def main():
     cases.append(("unknown GGUF architecture", patch(gguf, os.path.join(w, "arch.gguf"), arch),
                   ["arch.gguf", "'bloom'", "llama", "qwen3", "gpt2"]))
 
-    def q2(b):  # (Q8_0 and the other low-bit types of kernels/quant load since issue 10, Q5_0/Q4_1/Q5_1 through Q8_0)
-        struct.pack_into("<I", b, tensor_type_at(b, "blk.1.ffn_up.weight"), 10)  # Q2_K
-    cases.append(("unsupported tensor type", patch(gguf, os.path.join(w, "q2.gguf"), q2),
-                  ["q2.gguf", "blk.1.ffn_up.weight", "Q2_K"]))
+    def iq2(b):  # (Q8_0 and the other low-bit types of kernels/quant load since issue 10, Q5_0/Q4_1/Q5_1/IQ4_NL through Q8_0)
+        struct.pack_into("<I", b, tensor_type_at(b, "blk.1.ffn_up.weight"), 16)  # IQ2_XXS
+    cases.append(("unsupported tensor type", patch(gguf, os.path.join(w, "iq2.gguf"), iq2),
+                  ["iq2.gguf", "blk.1.ffn_up.weight", "IQ2_XXS"]))
 
     # Q5_0 tensors are re-encoded as Q8_0 copies at load: a file whose Q5_0 tensors all
     # point at the same bytes must not make those copies grow past the file's size.

@@ -8,7 +8,8 @@ Q4_K_M (Q4_K with Q6_K for layer 1's attn_v/ffn_down and the output matrix) and 
 (the same with Q5_K; convert's report must show both types), Q3_K_S ("q3_k": Q3_K, the
 output matrix Q6_K) and Q3_K_M (Q3_K; Q5_K for the first two layers' attn_v, Q4_K for
 ffn_down and attn_output; Q6_K output), IQ4_XS (the grid of 16 int8 levels in blocks of
-32 with 6-bit scales; the output matrix Q6_K), plus F16 and BF16.
+32 with 6-bit scales; the output matrix Q6_K), Q2_K (llama.cpp's Q2_K mix: Q2_K, Q3_K for
+attn_v, ffn_down and attn_output, Q6_K output), plus F16 and BF16.
 llama.cpp (node-llama-cpp 3.21.1, tests/node/llamacpp_probs.mjs) gives its next-token
 distribution after each of 100 positions of a text; headwise runs the same ids and
 must agree at every position:
@@ -65,12 +66,13 @@ MAX_KL = 2e-2
 # rounded to bf16 (BF16's path) measure ~1.7e-4 and would fail this.
 F16_OWN_KL = 2e-5
 MEAN_KL = 5e-3
-TYPES = ["f16", "bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m", "q3_k", "q3_k_m", "iq4_xs"]
+TYPES = ["f16", "bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m", "q3_k", "q3_k_m", "iq4_xs", "q2_k"]
 # written by gguf_rewrite.py (llama-quantize's stand-ins; headwise has no writer for them)
 REWRITTEN = ["q5_0", "q4_1", "q5_1", "iq4_nl"]
 # the types convert's report must show for a mix (its base type and the more-bits Q6_K)
 EXPECT_TYPES = {"q4_k_m": ["Q4_K", "Q6_K"], "q5_k_m": ["Q5_K", "Q6_K"], "q3_k": ["Q3_K", "Q6_K"],
-                "q3_k_m": ["Q3_K", "Q4_K", "Q5_K", "Q6_K"], "iq4_xs": ["IQ4_XS", "Q6_K"]}
+                "q3_k_m": ["Q3_K", "Q4_K", "Q5_K", "Q6_K"], "iq4_xs": ["IQ4_XS", "Q6_K"],
+                "q2_k": ["Q2_K", "Q3_K", "Q6_K"]}
 
 
 def agreement(args, gguf, ids, ref):

@@ -11,7 +11,9 @@
 // Q3_K rows that are not whole 256-blocks fall back to Q4_0 (both). IQ4_XS without an
 // importance matrix: IQ4_XS, attn_v Q5_K where n_gqa >= 4, ffn_down Q5_K for i < n/8,
 // the output matrix Q6_K; rows that are not whole 256-blocks fall back (headwise: Q8_0;
-// llama.cpp: IQ4_NL, which headwise reads but does not write).
+// llama.cpp: IQ4_NL, which headwise reads but does not write). Q2_K: Q2_K, attn_v Q4_K
+// where n_gqa >= 4 and Q3_K elsewhere, ffn_down and attn_output Q3_K, the output matrix
+// Q6_K; Q2_K rows that are not whole 256-blocks fall back to Q4_0 (both).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -22,7 +24,7 @@
 namespace headwise::formats {
 namespace {
 
-constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14,
+constexpr uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14,
                    kIQ4_XS = 23;
 const std::vector<int64_t> kMat = {512, 1024};  // ne: rows of 512 (two 256-blocks), 1024 rows
 
@@ -85,6 +87,24 @@ TEST(QuantizeGguf, Q3KMixesFollowLlamaCpp) {
   EXPECT_EQ(type_of("q3_k_m", "blk.0.attn_q.weight", {100, 64}), kF16);
 }
 
+TEST(QuantizeGguf, Q2KMixFollowsLlamaCpp) {
+  for (int l = 0; l < 32; l += 7) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    EXPECT_EQ(type_of("q2_k", b + "attn_v.weight"), kQ3_K) << l;
+    EXPECT_EQ(choose_tensor_type("Q2_K", b + "attn_v.weight", kMat, 32, nullptr, 4), kQ4_K) << l;
+    EXPECT_EQ(type_of("q2_k", b + "ffn_down.weight"), kQ3_K) << l;
+    EXPECT_EQ(type_of("q2_k", b + "attn_output.weight"), kQ3_K) << l;
+    for (const char* t : {"attn_q.weight", "attn_k.weight", "ffn_gate.weight", "ffn_up.weight"})
+      EXPECT_EQ(type_of("q2_k", b + t), kQ2_K) << b + t;
+  }
+  EXPECT_EQ(type_of("q2_k", "output.weight"), kQ6_K);
+  EXPECT_EQ(type_of("q2_k", "token_embd.weight"), kQ2_K);
+  std::string why;
+  EXPECT_EQ(type_of("q2_k", "blk.0.attn_q.weight", {288, 64}, &why), kQ4_0);  // as llama.cpp's
+  EXPECT_NE(why.find("fallback"), std::string::npos) << why;
+  EXPECT_EQ(type_of("q2_k", "blk.0.ffn_down.weight", {288, 64}), kQ4_0);  // its Q3_K's fallback
+}
+
 TEST(QuantizeGguf, Iq4XsMixFollowsLlamaCpp) {
   // 32 layers: n/8 = 4
   for (int l = 0; l < 32; ++l) {
@@ -116,9 +136,9 @@ TEST(QuantizeGguf, Q5KRowsThatAreNotWholeBlocksFallBack) {
 }
 
 TEST(QuantizeGguf, MixNames) {
-  for (const char* m : {"q5_k", "Q5_K", "q5_k_m", "Q5_K_M", "q4_k_m", "bf16", "q3_k", "Q3_K_M", "IQ4_XS"})
+  for (const char* m : {"q5_k", "Q5_K", "q5_k_m", "Q5_K_M", "q4_k_m", "bf16", "q3_k", "Q3_K_M", "IQ4_XS", "Q2_K"})
     EXPECT_TRUE(valid_weight_mix(m)) << m;
-  for (const char* m : {"q5_0", "q5_k_s", "q5", "q3_k_l", "q2_k", "iq4_nl", ""}) EXPECT_FALSE(valid_weight_mix(m)) << m;
+  for (const char* m : {"q5_0", "q5_k_s", "q5", "q3_k_l", "q2_k_s", "iq4_nl", ""}) EXPECT_FALSE(valid_weight_mix(m)) << m;
   EXPECT_NE(std::string(weight_mixes_help()).find("q5_k|"), std::string::npos);
   EXPECT_NE(std::string(weight_mixes_help()).find("q5_k_m"), std::string::npos);
 }

@@ -20,6 +20,7 @@ quant::WType wtype_of(WeightType t) {
   switch (t) {
     case WeightType::q8_0: return quant::WType::q8_0;
     case WeightType::q4_0: return quant::WType::q4_0;
+    case WeightType::q2_k: return quant::WType::q2_k;
     case WeightType::q3_k: return quant::WType::q3_k;
     case WeightType::q4_k: return quant::WType::q4_k;
     case WeightType::q5_k: return quant::WType::q5_k;

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-TYPES = {"f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q3_K": "Q3_K", "q4_K": "Q4_K", "q5_K": "Q5_K",
+TYPES = {"f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q2_K": "Q2_K", "q3_K": "Q3_K", "q4_K": "Q4_K", "q5_K": "Q5_K",
          "q6_K": "Q6_K", "iq4_XS": "IQ4_XS",
          # IQ4_NL blocks re-encoded as Q8_0 (iq4_nl_to_q8_0), then dequantized
          "iq4_nl": "IQ4_NL",

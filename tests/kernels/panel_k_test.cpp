@@ -1,5 +1,5 @@
-// The Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS registry entries that read row panels
-// (kernels/quant/panel_k_x86.hpp, panel_iq4_xs_x86.hpp)
+// The Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS registry entries that read row panels
+// (kernels/quant/panel_k_x86.hpp, panel_q2_k_x86.hpp, panel_iq4_xs_x86.hpp)
 // on the shapes their loops split on, beyond the registry test's (quant_linear_test.cpp):
 // an even number of panels whose last one is partial (the avx512 Q4_K/Q5_K entries take
 // 8-row panels in pairs, one zmm for 16 rows; Q3_K's, Q6_K's and IQ4_XS's are 16-row panels: N = 12, 29, 40
@@ -123,7 +123,7 @@ TEST_P(PanelKTest, OddShapesMatchFloat64Reference) {
 std::vector<const LinearKernel*> panel_entries() {
   std::vector<const LinearKernel*> out;
   for (const LinearKernel& lk : linear_kernels())
-    if ((lk.type == WeightType::q3_k || lk.type == WeightType::q4_k || lk.type == WeightType::q5_k || lk.type == WeightType::q6_k ||
+    if ((lk.type == WeightType::q2_k || lk.type == WeightType::q3_k || lk.type == WeightType::q4_k || lk.type == WeightType::q5_k || lk.type == WeightType::q6_k ||
          lk.type == WeightType::iq4_xs) && lk.isa != Isa::scalar) out.push_back(&lk);
   return out;
 }

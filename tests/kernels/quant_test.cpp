@@ -68,7 +68,8 @@ std::vector<float> gaussian(size_t n, uint32_t seed, float outlier_every = 0) {
 // Relative RMS error of quantize → dequantize on Gaussian rows with outliers, and its
 // bound: measured here (x86-64, this code) and rounded up by ~10%. For reference, the
 // grid steps: bf16 2⁻⁸ relative, f16 2⁻¹¹, Q8_0 max/127 per 32, 4-bit ~max/8 per 32
-// (5-bit ~max/16; Q3_K ~max/4 per 16; IQ4_XS 16 levels, denser near 0, per 32).
+// (5-bit ~max/16; Q3_K ~max/4 per 16; IQ4_XS 16 levels, denser near 0, per 32; Q2_K
+// ~range/3 per 16).
 struct ErrorBound {
   WType t;
   double rel_rms;
@@ -76,7 +77,7 @@ struct ErrorBound {
 const ErrorBound kBounds[] = {
     {WType::f16, 2.2e-4}, {WType::bf16, 1.75e-3}, {WType::q8_0, 1.03e-2},
     {WType::q4_0, 0.166}, {WType::q3_k, 0.225},  {WType::q4_k, 0.105},   {WType::q5_k, 0.052}, {WType::q6_k, 0.029},
-    {WType::iq4_xs, 0.123},
+    {WType::iq4_xs, 0.123}, {WType::q2_k, 0.335},
 };
 
 TEST(QuantRoundTrip, ErrorWithinBound) {
@@ -153,6 +154,24 @@ TEST(QuantRoundTrip, ZeroRowsAndConstantRows) {
 // Q5_K's 5th bits (bit j of qh[l] for element l of sub-block j), Q3_K's scale packing
 // (sub-blocks below and above 8) and its 3rd bits (bit 4h + k of hmask[l]).
 TEST(QuantSemantics, HandBuiltBlocks) {
+  {
+    // Q2_K: scales[j] = sc | m << 4 for sub-block j (elements 16j .. 16j + 15); element
+    // e = 128h + 32k + l in bits 2k, 2k + 1 of qs[32h + l].
+    BlockQ2_K b{};
+    b.d = f32_to_half(0.5f);
+    b.dmin = f32_to_half(0.25f);
+    b.scales[3] = uint8_t(7 | 2 << 4);    // sub-block 3: sc 7, m 2
+    b.scales[13] = uint8_t(15 | 9 << 4);  // sub-block 13: sc 15, m 9
+    b.qs[18] = uint8_t(3 << 2);           // element 50 = 32·1 + 18: q = 3
+    b.qs[32 + 21] = uint8_t(2 << 4);      // element 213 = 128 + 32·2 + 21: q = 2
+    float y[256];
+    type_info(WType::q2_k)->dequantize(&b, y, 256);
+    EXPECT_FLOAT_EQ(y[50], 0.5f * 7 * 3 - 0.25f * 2);
+    EXPECT_FLOAT_EQ(y[51], -0.25f * 2);  // q = 0: the min alone
+    EXPECT_FLOAT_EQ(y[213], 0.5f * 15 * 2 - 0.25f * 9);
+    EXPECT_FLOAT_EQ(y[212], -0.25f * 9);
+    EXPECT_FLOAT_EQ(y[0], 0.0f);
+  }
   {
     // IQ4_XS: scales stored + 32 as 4 low bits (scales_l, sub-block 2i in byte i's low
     // nibble) and 2 high bits (bits 2j, 2j + 1 of scales_h); sub-block j's nibbles in
@@ -394,13 +413,16 @@ TEST(QuantTypes, ParseAndSizes) {
   EXPECT_EQ(t, WType::q3_k);
   EXPECT_TRUE(parse_wtype("IQ4_XS", &t));
   EXPECT_EQ(t, WType::iq4_xs);
-  EXPECT_FALSE(parse_wtype("q2_k", &t));
+  EXPECT_TRUE(parse_wtype("q2_K", &t));
+  EXPECT_EQ(t, WType::q2_k);
+  EXPECT_FALSE(parse_wtype("iq2_xs", &t));
   EXPECT_FALSE(parse_wtype("iq4_nl", &t));  // read at load only
   EXPECT_FALSE(parse_wtype("", &t));
   EXPECT_EQ(row_bytes(*type_info(WType::q4_k), 4096), size_t(16 * 144));
   EXPECT_EQ(row_bytes(*type_info(WType::q8_0), 64), size_t(68));
   EXPECT_EQ(row_bytes(*type_info(WType::q3_k), 512), size_t(2 * 110));
   EXPECT_EQ(row_bytes(*type_info(WType::iq4_xs), 512), size_t(2 * 136));
+  EXPECT_EQ(row_bytes(*type_info(WType::q2_k), 512), size_t(2 * 84));
   EXPECT_EQ(load_only_block_bytes(WType::iq4_nl), 18);
   EXPECT_EQ(act_row_bytes(ActKind::q8a, 64), size_t(80));
 }
@@ -559,6 +581,7 @@ TEST(QuantSemantics, DequantizationMatchesGgufPy) {
         case WType::q6_k: put(208, finite_half()); break;
         case WType::q3_k: put(108, finite_half()); break;
         case WType::iq4_xs: put(0, finite_half()); break;
+        case WType::q2_k: put(80, finite_half()); put(82, finite_half()); break;
         default: break;
       }
     }

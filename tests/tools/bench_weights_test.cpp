@@ -32,7 +32,9 @@ TEST(BenchWeights, EveryMixRunsAndIsNamed) {
                {"q5_k", "f16 ×2, q8_0 ×13"},  {"Q4_K_M", "f16 ×2, q8_0 ×13"}, {"q5_k_m", "f16 ×2, q8_0 ×13"},
                // Q3_K falls back to q4_0; q3_k_m's attn_v/attn_output (Q5_K/Q4_K) to q8_0
                {"q3_k", "f16 ×2, q4_0 ×13"},  {"q3_k_m", "f16 ×2, q4_0 ×9, q8_0 ×4"},
-               {"iq4_xs", "f16 ×2, q8_0 ×13"}};
+               {"iq4_xs", "f16 ×2, q8_0 ×13"},
+               // Q2_K and its Q3_K (attn_v, attn_output) fall back to q4_0
+               {"q2_k", "f16 ×2, q4_0 ×13"}};
   for (const auto& c : cases) {
     const CliResult r = run_headwise(kTiny + " --weights " + c.mix + " --json");
     ASSERT_EQ(r.code, 0) << c.mix << "\n" << r.err;
@@ -119,12 +121,12 @@ TEST(BenchWeights, AFileIsMeasuredAgainstItsStoredTypes) {
 }
 
 TEST(BenchWeights, BadTypeOrModelPathIsAUsageError) {
-  for (const std::string& args : {kTiny + " --weights q2_k", kTiny + " --weights", std::string("bench model.json --weights q4_0")}) {
+  for (const std::string& args : {kTiny + " --weights iq2_xs", kTiny + " --weights", std::string("bench model.json --weights q4_0")}) {
     const CliResult r = run_headwise(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find("--weights"), std::string::npos) << args << "\n" << r.err;
   }
-  EXPECT_NE(run_headwise(kTiny + " --weights q2_k").err.find("q2_k"), std::string::npos);
+  EXPECT_NE(run_headwise(kTiny + " --weights iq2_xs").err.find("iq2_xs"), std::string::npos);
 }
 
 }  // namespace
