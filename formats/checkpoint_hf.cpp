@@ -2,6 +2,7 @@
 // shards model.safetensors.index.json lists; generation_config.json's defaults.
 #include <sys/stat.h>
 
+#include <deque>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "graph/input_file.hpp"
 #include "graph/json_strict.hpp"
 #include "formats/checkpoint.hpp"
+#include "formats/hf_quantized.hpp"
 #include "graph/rope_scaling.hpp"
 
 namespace headwise::formats {
@@ -189,6 +191,7 @@ Status parse_config(const json& j, const std::string& path, ArchConfig* c) {
 
 struct Shards {
   std::vector<std::unique_ptr<graph::SafetensorsFile>> files;
+  std::deque<std::vector<uint8_t>> reencoded;  // GPTQ/AWQ layers as blocks (hf_quantized.hpp)
 };
 
 Status open_weights(const std::string& dir, Shards* shards) {
@@ -235,6 +238,12 @@ Status load_hf_checkpoint(const std::string& dir, Checkpoint* out) {
   HW_RETURN_IF_ERROR(read_json(config_path, &cj));
   ArchConfig c;
   HW_RETURN_IF_ERROR(parse_config(cj, config_path, &c));
+  HfQuantConfig quant;
+  if (cj.contains("quantization_config") && !cj["quantization_config"].is_null()) {
+    HW_RETURN_IF_ERROR(parse_hf_quant_config(cj["quantization_config"], config_path, &quant));
+    if (c.arch == "gpt2")
+      return unsupported(config_path + ": GPTQ/AWQ weights are supported for the Llama family, not gpt2");
+  }
 
   auto shards = std::make_shared<Shards>();
   HW_RETURN_IF_ERROR(open_weights(dir, shards.get()));
@@ -251,6 +260,11 @@ Status load_hf_checkpoint(const std::string& dir, Checkpoint* out) {
         return format_error(f->path() + ": tensor '" + t.name + "' also appears in another shard");
       views.push_back(t);
     }
+  if (quant.method != HfQuantConfig::Method::none) {
+    uint64_t files_bytes = 0;
+    for (const auto& f : shards->files) files_bytes += f->file_size();
+    HW_RETURN_IF_ERROR(convert_hf_quantized(quant, dir, 2 * files_bytes, &views, &shards->reencoded));
+  }
 
   Checkpoint& ck = *out;
   ck.config = c;

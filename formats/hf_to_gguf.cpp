@@ -26,6 +26,8 @@ uint32_t ggml_type_of(graph::DType t) {
     case graph::DType::q3_k: return 11;
     case graph::DType::iq4_xs: return 23;
     case graph::DType::q2_k: return 10;
+    case graph::DType::q4_0c: case graph::DType::q8_0c: break;  // no GGUF type: written as F32
+    case graph::DType::i32: return 26;  // ggml I32
   }
   return kGgmlF32;
 }
@@ -35,7 +37,7 @@ uint32_t ggml_type_of(graph::DType t) {
 std::vector<uint8_t> permute_rows(const graph::TensorView& t, int n_heads) {
   const int64_t rows = t.shape[0];
   const int64_t cols = t.shape.size() > 1 ? t.shape[1] : 1;
-  const size_t row_bytes = static_cast<size_t>(cols) * graph::dtype_size(t.dtype);
+  const size_t row_bytes = graph::dtype_row_bytes(t.dtype, cols);  // block types too (GPTQ's Q4_0)
   const int64_t hd = rows / n_heads;
   std::vector<uint8_t> out(t.nbytes);
   for (int64_t h = 0; h < n_heads; ++h)
@@ -139,7 +141,17 @@ Status convert_hf_to_gguf(const std::string& hf_dir, const GgufFile* vocab, cons
     HW_RETURN_IF_ERROR(w.add_tensor("rope_freqs.weight", kGgmlF32, {int64_t(s.rope_freq_factors.size())},
                                     owned.back().data(), owned.back().size()));
   }
-  for (const graph::TensorView& t : ck.weights->tensors()) {
+  for (const graph::TensorView& src : ck.weights->tensors()) {
+    graph::TensorView t = src;
+    if (t.dtype == graph::DType::q4_0c || t.dtype == graph::DType::q8_0c) {
+      // GPTQ/AWQ weights with zero points (formats/hf_quantized.hpp) have no GGUF type:
+      // written as their exact values in F32 (convert --weights TYPE quantizes them again).
+      owned.emplace_back(size_t(t.numel()) * sizeof(float));
+      graph::to_f32(t.dtype, t.data, size_t(t.numel()), reinterpret_cast<float*>(owned.back().data()));
+      t.dtype = graph::DType::f32;
+      t.data = owned.back().data();
+      t.nbytes = owned.back().size();
+    }
     const std::string name = gguf_name(c, t.name);
     if (name.empty()) return unsupported(hf_dir + ": tensor '" + t.name + "' has no GGUF counterpart");
     const uint8_t* data = t.data;

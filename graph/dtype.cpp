@@ -26,17 +26,21 @@ const char* dtype_name(DType t) {
     case DType::q3_k: return "Q3_K";
     case DType::iq4_xs: return "IQ4_XS";
     case DType::q2_k: return "Q2_K";
+    case DType::q4_0c: return "Q4_0C";
+    case DType::q8_0c: return "Q8_0C";
+    case DType::i32: return "I32";
   }
   return "?";
 }
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
+    case DType::f32: case DType::i32: return 4;
     case DType::f16: return 2;
     case DType::bf16: return 2;
     case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q5_k: case DType::q6_k:
-    case DType::q4_1: case DType::q5_1: case DType::q3_k: case DType::iq4_xs: case DType::q2_k: return 0;
+    case DType::q4_1: case DType::q5_1: case DType::q3_k: case DType::iq4_xs: case DType::q2_k:
+    case DType::q4_0c: case DType::q8_0c: return 0;
   }
   return 0;
 }
@@ -45,7 +49,7 @@ bool dtype_is_block(DType t) { return dtype_size(t) == 0; }
 
 size_t dtype_row_bytes(DType t, int64_t cols) {
   if (!dtype_is_block(t)) return dtype_size(t) * size_t(cols);
-  if (const int bb = kernels::quant::load_only_block_bytes(dtype_quant_type(t)))  // Q4_1, Q5_1
+  if (const int bb = kernels::quant::load_only_block_bytes(dtype_quant_type(t)))  // Q4_1, Q5_1, Q4_0C, Q8_0C
     return size_t(cols / kernels::quant::kLoadOnlyBlock) * size_t(bb);
   return kernels::quant::row_bytes(*kernels::quant::type_info(dtype_quant_type(t)), cols);
 }
@@ -128,6 +132,15 @@ void to_f32(DType t, const uint8_t* src, size_t n, float* dst) {
     }
     case DType::q4_1: kernels::quant::dequantize_q4_1(src, dst, int64_t(n)); return;
     case DType::q5_1: kernels::quant::dequantize_q5_1(src, dst, int64_t(n)); return;
+    case DType::q4_0c: kernels::quant::dequantize_q4_0c(src, dst, int64_t(n)); return;
+    case DType::q8_0c: kernels::quant::dequantize_q8_0c(src, dst, int64_t(n)); return;
+    case DType::i32:
+      for (size_t i = 0; i < n; ++i) {
+        int32_t v;
+        std::memcpy(&v, src + 4 * i, 4);
+        dst[i] = float(v);
+      }
+      return;
   }
 }
 
@@ -146,7 +159,9 @@ kernels::quant::WType dtype_quant_type(DType t) {
     case DType::q3_k: return WType::q3_k;
     case DType::iq4_xs: return WType::iq4_xs;
     case DType::q2_k: return WType::q2_k;
-    case DType::f32: break;
+    case DType::q4_0c: return WType::q4_0c;
+    case DType::q8_0c: return WType::q8_0c;
+    case DType::f32: case DType::i32: break;
   }
   return WType::f32;
 }

@@ -159,6 +159,11 @@ class Builder {
         return fail(n->where, "bias tensor '" + *name + "' has shape " + t->shape_str() +
                                   "; expected 1 dimension");
       }
+      // I32 holds GPTQ/AWQ's packed integers, which the Hugging Face loader turns into
+      // blocks (formats/hf_quantized.hpp): as a model's weight it would be read as numbers.
+      if (t->dtype == DType::i32)
+        return fail(n->where, std::string(is_bias ? "bias" : "weight") + " tensor '" + *name +
+                                  "' is I32 (integers); a weight must be F32, F16, BF16 or a block type");
       used_.insert(*name);
       // Products read non-f32 matrices as stored: never expanded to f32. So does the
       // token embedding, which converts the rows a step looks up (a Q4_K table of 32000

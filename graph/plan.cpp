@@ -118,7 +118,7 @@ namespace {
 // The linear registry's weight type for a stored DType (weight_types.inc).
 kernels::WeightType weight_type_of(DType t) {
   switch (t) {
-    case DType::f32: return kernels::WeightType::f32;
+    case DType::f32: case DType::i32: return kernels::WeightType::f32;
     case DType::f16: return kernels::WeightType::f16;
     case DType::bf16: return kernels::WeightType::bf16;
     case DType::q8_0: return kernels::WeightType::q8_0;
@@ -129,7 +129,8 @@ kernels::WeightType weight_type_of(DType t) {
     case DType::q3_k: return kernels::WeightType::q3_k;
     case DType::iq4_xs: return kernels::WeightType::iq4_xs;
     case DType::q2_k: return kernels::WeightType::q2_k;
-    case DType::q4_1: case DType::q5_1: break;  // no kernels: Projection::create_offset_blocks
+    case DType::q4_1: case DType::q5_1: case DType::q4_0c: case DType::q8_0c:
+      break;  // no kernels of their own: Projection::create_offset_blocks
   }
   return kernels::WeightType::f32;
 }
@@ -165,7 +166,7 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
     for (int w : widths) {
       std::unique_ptr<Projection> p;
       Status s;
-      if (n.wq && (n.wq_type == DType::q4_1 || n.wq_type == DType::q5_1)) {  // as Q8_0 + offsets
+      if (n.wq && dtype_has_offsets(n.wq_type)) {  // as Q8_0 (Q4_0C: Q4_0) + offsets
         const size_t rb = dtype_row_bytes(n.wq_type, n.K);
         s = n.K % kernels::quant::kLoadOnlyBlock != 0
                 ? Status(StatusCode::unsupported, "rows of " + std::to_string(n.K) + " " + dtype_name(n.wq_type) +

@@ -103,6 +103,8 @@ class Projection {
   // more. Why not a kernel of their own: these are llama-quantize's stand-ins where a
   // K-quant row is not whole 256-blocks (Q5_1 for Q5_K), and this way every Q8_0 path
   // serves them (measured, llama-134m: decode within 0–15% of Q8_0's, prefill ~70% of it).
+  // Q4_0C and Q8_0C (Hugging Face GPTQ/AWQ weights with zero points, kernels/quant/blocks.hpp)
+  // are split the same way into Q4_0 / Q8_0 rows (4.5 / 8.5 bits a weight) and their offsets.
   static Status create_offset_blocks(kernels::quant::WType type, const void* w, int K, int N,
                                      const float* bias, kernels::Isa isa,
                                      std::unique_ptr<Projection>* out, WeightArena* arena = nullptr);

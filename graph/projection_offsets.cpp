@@ -1,5 +1,6 @@
 // Q4_1 and Q5_1 projections (projection.hpp, create_offset_blocks): the weights as Q8_0
-// rows, made and run as any Q8_0 projection, plus their blocks' offsets as a small f32
+// rows (Q4_0C: Q4_0 rows, Q8_0C: Q8_0 rows, split off their blocks), made and run as any
+// Q8_0 (Q4_0) projection, plus their blocks' offsets as a small f32
 // product of their own on the inputs' block sums: in oneDNN's plain layout ([K/32][N]),
 // whose GEMV slices at any 16 columns, so decode's groups (run_projections) take these
 // projections as slices too — run one after the other, their OpenMP regions and the
@@ -26,15 +27,30 @@ size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 
 Status Projection::create_offset_blocks(q::WType type, const void* w, int K, int N, const float* bias,
                                         kernels::Isa isa, std::unique_ptr<Projection>* out, WeightArena* arena) {
-  const char* name = type == q::WType::q4_1 ? "Q4_1" : "Q5_1";
-  if (type != q::WType::q4_1 && type != q::WType::q5_1)
-    return invalid_argument("create_offset_blocks takes Q4_1 or Q5_1 weights");
+  // The base type each is re-encoded or split into, and how.
+  struct Way {
+    q::WType type;
+    const char* name;
+    kernels::WeightType base;
+    size_t base_block;
+    void (*split)(const void*, void*, float*, int64_t);
+  };
+  static const Way kWays[] = {
+      {q::WType::q4_1, "Q4_1", kernels::WeightType::q8_0, sizeof(q::BlockQ8_0), q::q4_1_to_q8_0},
+      {q::WType::q5_1, "Q5_1", kernels::WeightType::q8_0, sizeof(q::BlockQ8_0), q::q5_1_to_q8_0},
+      {q::WType::q4_0c, "Q4_0C", kernels::WeightType::q4_0, sizeof(q::BlockQ4_0), q::q4_0c_split},
+      {q::WType::q8_0c, "Q8_0C", kernels::WeightType::q8_0, sizeof(q::BlockQ8_0), q::q8_0c_split}};
+  const Way* way = nullptr;
+  for (const Way& x : kWays)
+    if (x.type == type) way = &x;
+  if (!way) return invalid_argument("create_offset_blocks takes Q4_1, Q5_1, Q4_0C or Q8_0C weights");
+  const char* name = way->name;
   if (K < q::kLoadOnlyBlock || K % q::kLoadOnlyBlock != 0 || N < 1)
     return invalid_argument(std::string("a ") + name + " weight needs K a positive multiple of " +
                             std::to_string(q::kLoadOnlyBlock) + ", got K = " + std::to_string(K));
   const int kb = K / q::kLoadOnlyBlock;
   const size_t in_row = size_t(kb) * size_t(q::load_only_block_bytes(type));
-  const size_t out_row = size_t(kb) * sizeof(q::BlockQ8_0);
+  const size_t out_row = size_t(kb) * way->base_block;
   std::vector<uint8_t> rows;
   std::vector<float> offsets;
   try {
@@ -42,16 +58,15 @@ Status Projection::create_offset_blocks(q::WType type, const void* w, int K, int
     offsets.resize(size_t(kb) * size_t(N));
   } catch (const std::bad_alloc&) {
     return out_of_memory("no memory for the " + std::to_string(K) + "x" + std::to_string(N) + " " + name +
-                         " weights re-encoded as Q8_0 (" + std::to_string(out_row * size_t(N)) + " bytes)");
+                         " weights re-encoded (" + std::to_string(out_row * size_t(N)) + " bytes)");
   }
-  auto* reencode = type == q::WType::q4_1 ? q::q4_1_to_q8_0 : q::q5_1_to_q8_0;
   const auto* src = static_cast<const uint8_t*>(w);
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < N; ++n)
-    reencode(src + size_t(n) * in_row, rows.data() + size_t(n) * out_row, offsets.data() + size_t(n) * kb, kb);
+    way->split(src + size_t(n) * in_row, rows.data() + size_t(n) * out_row, offsets.data() + size_t(n) * kb, kb);
   MappedFile::release_resident(w, in_row * size_t(N));  // read once: the file's pages go
   std::unique_ptr<Projection> p;
-  HW_RETURN_IF_ERROR(create_typed(kernels::WeightType::q8_0, rows.data(), K, N, bias, isa, &p, arena));
+  HW_RETURN_IF_ERROR(create_typed(way->base, rows.data(), K, N, bias, isa, &p, arena));
   // A kernel that repacked the rows has its own copy; one that reads them as they are
   // (the scalar one) reads these (moving a vector keeps its buffer).
   if (!p->packed_.repacked) p->reencoded_ = std::move(rows);

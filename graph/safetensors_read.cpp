@@ -18,6 +18,7 @@ bool parse_dtype(const std::string& s, DType* t) {
   if (s == "F32") *t = DType::f32;
   else if (s == "F16") *t = DType::f16;
   else if (s == "BF16") *t = DType::bf16;
+  else if (s == "I32") *t = DType::i32;  // GPTQ/AWQ packed integers (formats/hf_quantized.cpp)
   else return false;
   return true;
 }

@@ -19,8 +19,17 @@ namespace headwise::graph {
 // Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS; layouts in kernels/quant/blocks.hpp) store rows of blocks: they come only from
 // GGUF files, and linear layers multiply them as stored (kernels/quant). Q4_1 and Q5_1
 // too come from GGUF files; their products are re-encoded at load (Q8_0 rows and one
-// offset a block: graph/projection.hpp, create_offset_blocks).
-enum class DType { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_1, q5_1, q3_k, iq4_xs, q2_k };
+// offset a block: graph/projection.hpp, create_offset_blocks). Q4_0C and Q8_0C (headwise's
+// own, kernels/quant/blocks.hpp) are Hugging Face GPTQ/AWQ weights with zero points as
+// the Hugging Face loader re-encodes them (formats/hf_quantized.cpp); their products
+// are the Q4_0/Q8_0 ones plus the blocks' offsets, as Q4_1's.
+// I32: the packed integers of Hugging Face GPTQ/AWQ checkpoints (qweight, qzeros, g_idx),
+// which the loader turns into blocks; no product or op reads an I32 tensor.
+enum class DType { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_1, q5_1, q3_k, iq4_xs, q2_k, q4_0c, q8_0c, i32 };
+// The types whose products are a base type's plus one offset a block (create_offset_blocks).
+inline bool dtype_has_offsets(DType t) {
+  return t == DType::q4_1 || t == DType::q5_1 || t == DType::q4_0c || t == DType::q8_0c;
+}
 const char* dtype_name(DType t);
 size_t dtype_size(DType t);  // bytes per element; 0 for the block types
 bool dtype_is_block(DType t);
@@ -87,6 +96,7 @@ class SafetensorsFile {
   const TensorView* find(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::string& path() const { return file_->path(); }
+  size_t file_size() const { return file_->size(); }
 
  private:
   std::unique_ptr<MappedFile> file_;

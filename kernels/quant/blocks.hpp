@@ -66,6 +66,21 @@ struct BlockQ5_1 {
   uint8_t qh[4];  // a little-endian uint32, as Q5_0's
   uint8_t q[kQK / 2];
 };
+// Hugging Face GPTQ and AWQ weights with zero points (formats/hf_quantized.cpp), never in
+// a GGUF file: a Q4_0 or Q8_0 block of the same scale d and the stored integers re-centred
+// (q − 8 for 4 bits, q − 128 for 8), and the block's offset c = d·(8 − z) or d·(128 − z)
+// as an f32 (little-endian bytes: the blocks are 2-byte aligned), so x = d·(q − z) =
+// (the Q4_0/Q8_0 value) + c exactly. Products: the Q4_0/Q8_0 ones plus Σ_blocks c·(the
+// block's input sum) (graph/projection.hpp, create_offset_blocks).
+struct BlockQ4_0C {
+  BlockQ4_0 b;
+  uint8_t c[4];
+};
+struct BlockQ8_0C {
+  BlockQ8_0 b;
+  uint8_t c[4];
+};
+static_assert(sizeof(BlockQ4_0C) == 22 && sizeof(BlockQ8_0C) == 38, "packed as documented");
 struct BlockQ4_K {
   uint16_t d, dmin;
   uint8_t scales[12];

@@ -9,6 +9,7 @@
 namespace headwise::kernels::quant {
 
 void dequantize_q8_0(const void* w, float* out, int64_t K);
+void dequantize_q4_0(const void* w, float* out, int64_t K);
 
 namespace {
 
@@ -97,12 +98,51 @@ void dequantize_iq4_nl(const void* w, float* out, int64_t K) {
   }
 }
 
+namespace {
+template <class C, class B>
+void split_offsets(const void* src, void* base, float* offsets, int64_t blocks) {
+  const auto* in = static_cast<const C*>(src);
+  auto* out = static_cast<B*>(base);
+  for (int64_t b = 0; b < blocks; ++b) {
+    out[b] = in[b].b;
+    std::memcpy(&offsets[b], in[b].c, 4);
+  }
+}
+template <class C, class B>
+void dequantize_offsets(const void* w, float* out, int64_t K, void (*base)(const void*, float*, int64_t)) {
+  const auto* in = static_cast<const C*>(w);
+  for (int64_t b = 0; b < K / kQK; ++b) {
+    float c;
+    std::memcpy(&c, in[b].c, 4);
+    base(&in[b].b, out + b * kQK, kQK);
+    // d·(q − o) and c = d·(o − z) are both exact multiples of d's last place; their sum
+    // d·(q − z) is exact when it fits 24 bits (|q − z| < 2⁸): no rounding here.
+    for (int j = 0; j < kQK; ++j) out[b * kQK + j] += c;
+  }
+}
+}  // namespace
+
+void q4_0c_split(const void* q4_0c, void* q4_0, float* offsets, int64_t blocks) {
+  split_offsets<BlockQ4_0C, BlockQ4_0>(q4_0c, q4_0, offsets, blocks);
+}
+void q8_0c_split(const void* q8_0c, void* q8_0, float* offsets, int64_t blocks) {
+  split_offsets<BlockQ8_0C, BlockQ8_0>(q8_0c, q8_0, offsets, blocks);
+}
+void dequantize_q4_0c(const void* w, float* out, int64_t K) {
+  dequantize_offsets<BlockQ4_0C, BlockQ4_0>(w, out, K, dequantize_q4_0);
+}
+void dequantize_q8_0c(const void* w, float* out, int64_t K) {
+  dequantize_offsets<BlockQ8_0C, BlockQ8_0>(w, out, K, dequantize_q8_0);
+}
+
 int load_only_block_bytes(WType t) {
   switch (t) {
     case WType::q5_0: return int(sizeof(BlockQ5_0));
     case WType::q4_1: return int(sizeof(BlockQ4_1));
     case WType::q5_1: return int(sizeof(BlockQ5_1));
     case WType::iq4_nl: return int(sizeof(BlockIQ4_NL));
+    case WType::q4_0c: return int(sizeof(BlockQ4_0C));
+    case WType::q8_0c: return int(sizeof(BlockQ8_0C));
     default: return 0;
   }
 }

@@ -29,7 +29,10 @@ namespace headwise::kernels::quant {
 // catalogue, no type_info().
 enum class WType : uint32_t {
   f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q2_k = 10, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, iq4_nl = 20, iq4_xs = 23,
-  bf16 = 30
+  bf16 = 30,
+  // headwise's own, for Hugging Face GPTQ/AWQ weights with zero points (blocks.hpp's
+  // BlockQ4_0C, BlockQ8_0C): read at load only, never written to a file
+  q4_0c = 0x10002, q8_0c = 0x10008
 };
 
 // What a type's products take as input rows.
@@ -96,7 +99,15 @@ void iq4_nl_to_q8_0(const void* iq4_nl, void* q8_0, int64_t blocks);
 // K elements of IQ4_NL rows as floats: d·kIq4Values[q], ggml's numbers.
 void dequantize_iq4_nl(const void* w, float* out, int64_t K);
 
-// Bytes of a block of a type read at load only (Q5_0, Q4_1, Q5_1, IQ4_NL: blocks of
+// Q4_0C and Q8_0C blocks (blocks.hpp) split into their Q4_0 / Q8_0 blocks and offsets,
+// and dequantized: the base block's value plus c (x = d·(q − z), exact in f32 where d·(q − z)
+// is: |q − z| < 2⁸ and d an f16).
+void q4_0c_split(const void* q4_0c, void* q4_0, float* offsets, int64_t blocks);
+void q8_0c_split(const void* q8_0c, void* q8_0, float* offsets, int64_t blocks);
+void dequantize_q4_0c(const void* w, float* out, int64_t K);
+void dequantize_q8_0c(const void* w, float* out, int64_t K);
+
+// Bytes of a block of a type read at load only (Q5_0, Q4_1, Q5_1, IQ4_NL, Q4_0C, Q8_0C: blocks of
 // kLoadOnlyBlock elements), or 0.
 constexpr int kLoadOnlyBlock = 32;
 int load_only_block_bytes(WType t);

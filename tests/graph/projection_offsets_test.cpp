@@ -1,4 +1,6 @@
 // Q4_1 and Q5_1 projections (Projection::create_offset_blocks): Q8_0 rows of q − o plus
+// (Q4_0C and Q8_0C, GPTQ/AWQ weights with zero points: Q4_0 / Q8_0 rows split off their
+// blocks, the same way)
 // an f32 product of the blocks' offsets on the inputs' block sums, against a float64
 // reference of ggml's weights d·q + m, on every ISA this CPU has, row counts below and
 // on oneDNN's classes and the dequantized (AMX) prefill, with and without biases,
@@ -38,8 +40,42 @@ struct alignas(64) Line {
 
 // N rows of K/32 random Q4_1 or Q5_1 blocks: random quants, d ~ 0.01–0.05, m ≈ −o·d
 // (a block centred near 0, as a quantizer makes them) with a random shift.
+// The base type each is multiplied as, its split and dequantizations.
+struct Way {
+  kernels::WeightType base;
+  size_t base_block;
+  void (*split)(const void*, void*, float*, int64_t);
+  void (*dequantize)(const void*, float*, int64_t);
+};
+Way way_of(q::WType t) {
+  switch (t) {
+    case q::WType::q4_1: return {kernels::WeightType::q8_0, sizeof(q::BlockQ8_0), q::q4_1_to_q8_0, q::dequantize_q4_1};
+    case q::WType::q5_1: return {kernels::WeightType::q8_0, sizeof(q::BlockQ8_0), q::q5_1_to_q8_0, q::dequantize_q5_1};
+    case q::WType::q4_0c: return {kernels::WeightType::q4_0, sizeof(q::BlockQ4_0), q::q4_0c_split, q::dequantize_q4_0c};
+    default: return {kernels::WeightType::q8_0, sizeof(q::BlockQ8_0), q::q8_0c_split, q::dequantize_q8_0c};
+  }
+}
+const char* name_of(q::WType t) {
+  return t == q::WType::q4_1 ? "Q4_1" : t == q::WType::q5_1 ? "Q5_1" : t == q::WType::q4_0c ? "Q4_0C" : "Q8_0C";
+}
+
 std::vector<uint8_t> random_blocks(q::WType t, int K, int N, std::mt19937& g) {
   const int bb = q::load_only_block_bytes(t), o = t == q::WType::q4_1 ? 8 : 16;
+  if (t == q::WType::q4_0c || t == q::WType::q8_0c) {
+    // GPTQ/AWQ: d ~ 0.01–0.05, zero z anywhere in the range, c = d·(centre − z) (exact)
+    const int centre = t == q::WType::q4_0c ? 8 : 128;
+    std::uniform_int_distribution<int> byte(0, 255), zero(0, 2 * centre - 1);
+    std::uniform_real_distribution<float> u(0.01f, 0.05f);
+    std::vector<uint8_t> w(size_t(N) * (K / 32) * bb);
+    for (uint8_t& v : w) v = uint8_t(byte(g));
+    for (size_t at = 0; at < w.size(); at += bb) {
+      const uint16_t dh = q::f32_to_half(u(g));
+      const float c = q::half_to_f32(dh) * float(centre - zero(g));
+      std::memcpy(w.data() + at, &dh, 2);
+      std::memcpy(w.data() + at + bb - 4, &c, 4);
+    }
+    return w;
+  }
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> u(0.01f, 0.05f), shift(-0.3f, 0.3f);
   std::vector<uint8_t> w(size_t(N) * (K / 32) * bb);
@@ -60,10 +96,12 @@ void check(const Projection& p, q::WType t, const std::vector<uint8_t>& w, int M
   const int kb = K / 32, o = t == q::WType::q4_1 ? 8 : 16;
   // The weights as ggml dequantizes them, and their Q8_0 parts and offsets.
   std::vector<float> wd(size_t(K) * N), w8(size_t(K) * N), c(size_t(kb) * N);
-  std::vector<uint8_t> q8(size_t(kb) * N * sizeof(q::BlockQ8_0));
-  (t == q::WType::q4_1 ? q::dequantize_q4_1 : q::dequantize_q5_1)(w.data(), wd.data(), int64_t(K) * N);
-  (t == q::WType::q4_1 ? q::q4_1_to_q8_0 : q::q5_1_to_q8_0)(w.data(), q8.data(), c.data(), int64_t(kb) * N);
-  q::type_info(q::WType::q8_0)->dequantize(q8.data(), w8.data(), int64_t(K) * N);
+  const Way way = way_of(t);
+  std::vector<uint8_t> q8(size_t(kb) * N * way.base_block);
+  way.dequantize(w.data(), wd.data(), int64_t(K) * N);
+  way.split(w.data(), q8.data(), c.data(), int64_t(kb) * N);
+  q::type_info(way.base == kernels::WeightType::q4_0 ? q::WType::q4_0 : q::WType::q8_0)
+      ->dequantize(q8.data(), w8.data(), int64_t(K) * N);
   for (size_t i = 0; i < wd.size(); ++i)  // the split is exact here (m and o·d alike)
     ASSERT_EQ(w8[i] + c[i / 32], wd[i]) << what << ": weight " << i << " (o " << o << ")";
   std::uniform_real_distribution<float> u(-1, 1);
@@ -109,11 +147,11 @@ void check(const Projection& p, q::WType t, const std::vector<uint8_t>& w, int M
   }
 }
 
-TEST(ProjectionOffsets, Q4_1AndQ5_1MatchTheirWeightsOnEveryIsa) {
+TEST(ProjectionOffsets, Q4_1Q5_1Q4_0CAndQ8_0CMatchTheirWeightsOnEveryIsa) {
   Projection::set_dequant_prefill_override(0);  // the int8 products at every row count here
   for (Isa isa : {Isa::avx512, Isa::avx2, Isa::scalar}) {
     if (!kernels::may_use(isa)) continue;
-    for (q::WType t : {q::WType::q4_1, q::WType::q5_1})
+    for (q::WType t : {q::WType::q4_1, q::WType::q5_1, q::WType::q4_0c, q::WType::q8_0c})
       for (auto [K, N] : {std::pair{32, 17}, {224, 29}, {896, 70}}) {
         std::mt19937 g(K * 3 + N + int(t));
         const std::vector<uint8_t> w = random_blocks(t, K, N, g);
@@ -124,8 +162,8 @@ TEST(ProjectionOffsets, Q4_1AndQ5_1MatchTheirWeightsOnEveryIsa) {
           std::unique_ptr<Projection> p;
           const Status s = Projection::create_offset_blocks(t, w.data(), K, N, bias ? b.data() : nullptr, isa, &p);
           ASSERT_TRUE(s.ok()) << s.message();
-          EXPECT_EQ(p->type(), kernels::WeightType::q8_0);
-          const std::string what = std::string(t == q::WType::q4_1 ? "Q4_1" : "Q5_1") + " " + kernels::isa_name(isa) +
+          EXPECT_EQ(p->type(), way_of(t).base);
+          const std::string what = std::string(name_of(t)) + " " + kernels::isa_name(isa) +
                                    " K " + std::to_string(K) + " N " + std::to_string(N) + (bias ? " bias" : "");
           for (int M : {1, 3, 17, 80, 1100}) {  // 17: 16 rows added by oneDNN, 1 staged; 1100: two passes
             if (M == 1100 && K != 32) continue;  // (the float64 reference's time)
