@@ -3,7 +3,7 @@
 # then one test per fuzz/<reader>_fuzz.cpp replays its regression inputs and fuzzes
 # it for HEADWISE_FUZZ_SECONDS (fuzz/run_fuzz.sh). tools/setup.sh --test enables it.
 option(HEADWISE_TEST_FUZZ "ctest also builds the libFuzzer targets (clang-14) and fuzzes each" OFF)
-# 20 s a target keeps the nine targets' CI time under what eight took at 30 s; the long
+# 20 s a target keeps the ten targets' CI time near what eight took at 30 s; the long
 # runs are local (fuzz/README.md).
 set(HEADWISE_FUZZ_SECONDS 20 CACHE STRING "Seconds ctest fuzzes each target")
 if(HEADWISE_TEST_FUZZ)

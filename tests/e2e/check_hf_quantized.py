@@ -12,15 +12,16 @@ published packing, not from headwise's C++):
   gptq8       8 bits, symmetric (zero 128), groups of 32
   gptq8-asym  8 bits with zeros, groups of 128
   awq4        AWQ 4 bits ("gemm" packing: columns 0 2 4 6 1 3 5 7 in an int32), groups of 64
-For each, the exact weights w = scale * (q - zero) go into a plain F32 folder, and
+and a Qwen2 (q/k/v biases, F16 as those files store them; tied classifier) as GPTQ
+4-bit symmetric and AWQ, groups of 32. For each, the exact weights w = scale * (q - zero) go into a plain F32 folder, and
 `headwise run` of the quantized folder must match the float64 reference forward of that
 folder (arch_models.forward) at all 100 positions of a random prompt: headwise multiplies
 the weights exactly as stored (Q4_0/Q8_0 blocks, plus one f32 offset a block where the
 zeros are not the centre) and rounds only its inputs to int8 per 32 (as every integer
 product here does), so the only difference is that rounding (the same for 4 and 8 bits:
-it is not the weights'). Measured (2026-12-07): KL(ref || headwise) mean 6.7e-4 to 7.7e-4,
-max 1.6e-3 to 3.1e-3 over the variants, no top-1 disagreement where the reference's top
-two differ by more than 0.05; the bounds below are ~2.5x that, while a wrong nibble order
+it is not the weights'). Measured (2026-12-07): KL(ref || headwise) mean 1.1e-4 to 7.7e-4,
+max 1.6e-3 to 3.8e-3 over the variants, no top-1 disagreement where the reference's top
+two differ by more than 0.05; the bounds below are 2-2.5x the largest, while a wrong nibble order
 or zero (tried: AWQ's file packed in GPTQ's order, a GPTQ file's zeros read without the
 +1) gives KL(mean) > 0.1. The symmetric files also go through `headwise convert` (their
 layers become GGUF Q4_0 / Q8_0 tensors, the q/k rows permuted for llama.cpp's RoPE) and
@@ -52,6 +53,11 @@ VARIANTS = {  # name: (method, bits, group_size, symmetric, checkpoint_format, a
     "gptq8": ("gptq", 8, 32, True, "gptq", False),
     "gptq8-asym": ("gptq", 8, 128, False, "gptq", False),
     "awq4": ("awq", 4, 64, False, None, False),
+}
+# Qwen2 (q/k/v biases, stored F16 as such files store them; tied classifier; 64 wide)
+QWEN2_VARIANTS = {
+    "qwen2-gptq4": ("gptq", 4, 32, True, "gptq", False),
+    "qwen2-awq4": ("awq", 4, 32, False, None, False),
 }
 
 
@@ -118,6 +124,11 @@ def make_variant(name, spec, src_w, cfg, out_q, out_exact, rng):
     tensors_q, tensors_x = [], []
     for tname, w in src_w.items():
         prefix = tname[:-len(".weight")] if tname.endswith(".weight") else None
+        if tname.endswith(".bias") and any(tname[:-len(".bias")].endswith(l) for l in LINEARS):
+            b16 = w.astype(np.float16)  # a quantized layer's bias, F16 as GPTQ/AWQ files hold it
+            tensors_q.append((tname, b16))
+            tensors_x.append((tname, b16.astype(np.float32)))
+            continue
         if prefix is None or not any(prefix.endswith(l) for l in LINEARS):
             tensors_q.append((tname, w))
             tensors_x.append((tname, w))
@@ -190,13 +201,17 @@ def main():
 
     cfg = dict(arch_models.MODELS["llama"][0])
     cfg.update({"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2})
-    src = os.path.join(args.workdir, "llama256-hf")
-    arch_models.make_folder(cfg, src, seed=5)
-    _, weights = arch_models.load(src)
+    qwen2 = dict(arch_models.MODELS["qwen2"][0])
     rng = np.random.default_rng(11)
     ids = rng.integers(0, cfg["vocab_size"], 100).tolist()
     failures = []
-    for name, spec in VARIANTS.items():
+    runs = []
+    for label, c, variants in (("llama256", cfg, VARIANTS), ("qwen2", qwen2, QWEN2_VARIANTS)):
+        src = os.path.join(args.workdir, label + "-hf")
+        arch_models.make_folder(c, src, seed=5)
+        runs += [(name, spec, c, arch_models.load(src)[1]) for name, spec in variants.items()]
+    for name, spec, cfg, weights in runs:
+        ids = ids if cfg["vocab_size"] > max(ids) else [i % cfg["vocab_size"] for i in ids]
         qdir, xdir = os.path.join(args.workdir, name), os.path.join(args.workdir, name + "-exact")
         make_variant(name, spec, weights, cfg, qdir, xdir, rng)
         ref = arch_models.forward(xdir, ids)
@@ -210,7 +225,8 @@ def main():
                             f"{bad} clear top-1 disagreements")
         if spec[3] and not spec[5]:  # symmetric: the layers convert to GGUF Q4_0 / Q8_0
             gguf = os.path.join(args.workdir, name + ".gguf")
-            vocab = os.path.join(args.shared, "vocab", "ggml-vocab-llama-spm.gguf")
+            vocab = os.path.join(args.shared, "vocab", "ggml-vocab-llama-spm.gguf" if cfg["model_type"] == "llama"
+                                 else "ggml-vocab-gpt-2.gguf")
             common.run_cli(args.headwise, ["convert", qdir, "-o", gguf, "--vocab", vocab])
             kl, agree, clear = kl_stats(ref, arch_common.headwise_logits(args, gguf, ids))
             bad = int((~agree[clear]).sum())
