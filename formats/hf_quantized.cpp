@@ -1,6 +1,7 @@
 // Hugging Face GPTQ and AWQ weights as blocks headwise multiplies natively (see the header).
 #include "formats/hf_quantized.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <new>
@@ -95,21 +96,32 @@ Status convert_layer(const HfQuantConfig& cfg, const std::string& dir, const std
                         std::to_string(G) + ", " + std::to_string(N / zf) + "])");
   if (l.g_idx && l.g_idx->shape[0] != K)
     return format_error(at + "g_idx " + shape_of(l.g_idx) + " does not have the " + std::to_string(K) + " input rows");
-  // Each block of 32 input rows must lie in one group: its value's scale and zero.
-  std::vector<int32_t> group(size_t(K / q::kQK));
+  // The group of each input row; each block of 32 rows must lie in one group (its
+  // values' scale and zero). An act-order file (g_idx) whose groups interleave the rows
+  // has its columns stored sorted by group, stably (`order`: stored column j is column
+  // order[j]), and its products gather their inputs in that order (TensorView::perm).
+  std::vector<int32_t> gk(static_cast<size_t>(K));
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t g = l.g_idx ? int64_t(int32_t(u32_at(l.g_idx->data, k))) : (cfg.group_size > 0 ? k / cfg.group_size : 0);
+    if (g < 0 || g >= G)
+      return format_error(at + "g_idx[" + std::to_string(k) + "] = " + std::to_string(g) + " is outside the " +
+                          std::to_string(G) + " groups");
+    gk[size_t(k)] = int32_t(g);
+  }
+  std::vector<int32_t> order(static_cast<size_t>(K));
+  for (int64_t k = 0; k < K; ++k) order[size_t(k)] = int32_t(k);
+  bool in_runs = true;
+  for (int64_t k = 0; k < K && in_runs; ++k) in_runs = gk[size_t(k)] == gk[size_t(k - k % q::kQK)];
+  if (!in_runs)
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return gk[size_t(a)] < gk[size_t(b)]; });
+  std::vector<int32_t> group(static_cast<size_t>(K / q::kQK));
   for (int64_t b = 0; b < K / q::kQK; ++b) {
-    for (int64_t k = b * q::kQK; k < (b + 1) * q::kQK; ++k) {
-      const int64_t g = l.g_idx ? int64_t(int32_t(u32_at(l.g_idx->data, k)))
-                                : (cfg.group_size > 0 ? k / cfg.group_size : 0);
-      if (g < 0 || g >= G)
-        return format_error(at + "g_idx[" + std::to_string(k) + "] = " + std::to_string(g) + " is outside the " +
-                            std::to_string(G) + " groups");
-      if (k == b * q::kQK) group[size_t(b)] = int32_t(g);
-      else if (g != group[size_t(b)])
-        return unsupported(at + "input rows " + std::to_string(b * q::kQK) + ".." + std::to_string(k) +
-                           " lie in different groups (g_idx: an act-order file whose groups are not runs of 32 "
-                           "rows); headwise multiplies blocks of 32 with one scale");
-    }
+    group[size_t(b)] = gk[size_t(order[size_t(b * q::kQK)])];
+    for (int64_t j = b * q::kQK; j < (b + 1) * q::kQK; ++j)
+      if (gk[size_t(order[size_t(j)])] != group[size_t(b)])
+        return unsupported(at + "g_idx's groups hold numbers of input rows that are not multiples of 32 (rows " +
+                           std::to_string(b * q::kQK) + ".." + std::to_string(j) + " of the rows sorted by group "
+                           "straddle two); headwise multiplies blocks of 32 with one scale");
   }
   const Packed pk{cfg, l, K, N, cfg.bits == 4 ? 0xFu : 0xFFu, f};
   const int center = cfg.bits == 4 ? 8 : 128;
@@ -143,10 +155,10 @@ Status convert_layer(const HfQuantConfig& cfg, const std::string& dir, const std
         if (cfg.bits == 4) {
           b4->d = d;
           for (int j = 0; j < q::kQK / 2; ++j)
-            b4->q[j] = uint8_t(pk.q(k0 + j, n) | pk.q(k0 + j + q::kQK / 2, n) << 4);
+            b4->q[j] = uint8_t(pk.q(order[size_t(k0 + j)], n) | pk.q(order[size_t(k0 + j + q::kQK / 2)], n) << 4);
         } else {
           b8->d = d;
-          for (int j = 0; j < q::kQK; ++j) b8->q[j] = int8_t(int(pk.q(k0 + j, n)) - center);
+          for (int j = 0; j < q::kQK; ++j) b8->q[j] = int8_t(int(pk.q(order[size_t(k0 + j)], n)) - center);
         }
         if (!centered) {
           // d·(center − z): an f16 times |center − z| ≤ 128, exact in f32.
@@ -159,6 +171,15 @@ Status convert_layer(const HfQuantConfig& cfg, const std::string& dir, const std
   out->shape = {N, K};
   out->data = dst;
   out->nbytes = bytes;
+  if (!in_runs) {  // the order, kept with the blocks (a buffer of its own: int32-aligned)
+    try {
+      owned->emplace_back(size_t(K) * 4);
+    } catch (const std::bad_alloc&) {
+      return out_of_memory(at + "no memory for its column order");
+    }
+    std::memcpy(owned->back().data(), order.data(), size_t(K) * 4);
+    out->perm = reinterpret_cast<const int32_t*>(owned->back().data());
+  }
   return Status::Ok();
 }
 

@@ -14,8 +14,10 @@
 //     [G][N/8] packed the same way; scales f16 [G][N]; g = k / group_size.
 //   w(n, k) = scales[g][n] · (q(k, n) − zero[g][n]).
 // Supported: 4 and 8 bits (AWQ: 4), groups of a multiple of 32 input rows or one per
-// column (group_size −1), and act-order (desc_act) files whose g_idx keeps every run of
-// 32 input rows in one group; anything else is refused by name.
+// column (group_size −1), and act-order (desc_act) files: where g_idx interleaves the
+// groups over the input rows, the columns are stored sorted by group (each group then a
+// run of whole blocks) and the view carries that order (TensorView::perm), by which the
+// products gather their inputs. Anything else is refused by name.
 #pragma once
 
 #include <deque>

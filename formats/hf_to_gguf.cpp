@@ -143,11 +143,18 @@ Status convert_hf_to_gguf(const std::string& hf_dir, const GgufFile* vocab, cons
   }
   for (const graph::TensorView& src : ck.weights->tensors()) {
     graph::TensorView t = src;
-    if (t.dtype == graph::DType::q4_0c || t.dtype == graph::DType::q8_0c) {
-      // GPTQ/AWQ weights with zero points (formats/hf_quantized.hpp) have no GGUF type:
-      // written as their exact values in F32 (convert --weights TYPE quantizes them again).
-      owned.emplace_back(size_t(t.numel()) * sizeof(float));
-      graph::to_f32(t.dtype, t.data, size_t(t.numel()), reinterpret_cast<float*>(owned.back().data()));
+    if (t.dtype == graph::DType::q4_0c || t.dtype == graph::DType::q8_0c || t.perm) {
+      // GPTQ/AWQ weights with zero points (formats/hf_quantized.hpp) have no GGUF type,
+      // nor do columns stored permuted (act-order): written as their exact values in F32,
+      // columns in order (convert --weights TYPE quantizes them again).
+      std::vector<float> v(size_t(t.numel()));
+      graph::to_f32(t.dtype, t.data, v.size(), v.data());
+      owned.emplace_back(v.size() * sizeof(float));
+      auto* out = reinterpret_cast<float*>(owned.back().data());
+      const int64_t K = t.shape.back(), rows = t.numel() / K;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < K; ++j) out[r * K + (t.perm ? t.perm[j] : j)] = v[size_t(r * K + j)];
+      t.perm = nullptr;
       t.dtype = graph::DType::f32;
       t.data = owned.back().data();
       t.nbytes = owned.back().size();

@@ -173,8 +173,12 @@ class Builder {
            n->op == OpKind::embedding)) {
         n->wq = t->data;
         n->wq_type = t->dtype;
+        n->wq_perm = t->perm;
         continue;
       }
+      if (t->perm)  // only a product reads a matrix whose columns are stored permuted
+        return fail(n->where, "weight tensor '" + *name + "' is stored with permuted columns (GPTQ act-order), "
+                              "which only a linear layer's product reads");
       *ptr = g_->weights->f32(*t);
     }
     return Status::Ok();

@@ -73,6 +73,7 @@ struct Node {
   // types), [N][K] rows as stored: multiplied in place (kernels/quant), w stays null.
   const void* wq = nullptr;
   DType wq_type = DType::f32;
+  const int32_t* wq_perm = nullptr;  // K: wq's columns stored permuted (TensorView::perm)
   int64_t w_rows = 0, w_cols = 0;
   // linear / logits: y(M×N) = x(M×K) · Wᵀ, W stored [N][K] (out_in) or [K][N] (in_out)
   int K = 0, N = 0;

@@ -186,6 +186,7 @@ Status build_plan(Graph graph, std::unique_ptr<Plan>* out) {
         s = Projection::create_f32(n.w + col * sn, n.K, w, sk, sn, n.b ? n.b + col : nullptr, plan->isa, &p,
                                    plan->weight_arena.get());
       }
+      if (s.ok() && n.wq && n.wq_perm) s = p->set_input_permutation(n.wq_perm);  // GPTQ act-order
       if (!s.ok()) return Status(s.code(), n.where + ": " + s.message());
       plan->packed_weight_bytes += p->weight_bytes();
       plan->linears[i].push_back(std::move(p));

@@ -443,7 +443,34 @@ size_t Projection::staging_bytes(int rows) const {
 }
 
 size_t Projection::scratch_bytes(int rows) const {
-  return offsets_ ? round64(stored_scratch_bytes(rows)) + offsets_scratch_bytes(rows) : stored_scratch_bytes(rows);
+  return perm_bytes(rows) +
+         (offsets_ ? round64(stored_scratch_bytes(rows)) + offsets_scratch_bytes(rows) : stored_scratch_bytes(rows));
+}
+
+Status Projection::set_input_permutation(const int32_t* perm) {
+  std::vector<char> seen(size_t(K_), 0);
+  for (int k = 0; k < K_; ++k) {
+    if (perm[k] < 0 || perm[k] >= K_ || seen[size_t(perm[k])])
+      return invalid_argument("the input permutation's entry " + std::to_string(k) + " (" + std::to_string(perm[k]) +
+                              ") is not a new index below K = " + std::to_string(K_));
+    seen[size_t(perm[k])] = 1;
+  }
+  in_perm_.assign(perm, perm + K_);
+  return Status::Ok();
+}
+
+size_t Projection::perm_bytes(int M) const {
+  return in_perm_.empty() ? 0 : round64(size_t(std::max(M, 0)) * size_t(K_) * sizeof(float));
+}
+
+const float* Projection::gather(const float* x, int64_t ldx, int M, int threads, void* scratch) const {
+  auto* xp = static_cast<float*>(scratch);
+  const int32_t* perm = in_perm_.data();
+  // (a decode step's row is a few thousand loads from L1: no parallel region for it)
+#pragma omp parallel for num_threads(threads) schedule(static) if (M >= 16 && threads > 1)
+  for (int r = 0; r < M; ++r)
+    for (int k = 0; k < K_; ++k) xp[size_t(r) * K_ + k] = x[r * ldx + perm[k]];
+  return xp;
 }
 
 size_t Projection::stored_scratch_bytes(int rows) const {
@@ -465,6 +492,7 @@ size_t Projection::stored_scratch_bytes(int rows) const {
 
 int Projection::gated_rows(const Projection& up, int M) const {
   if (offsets_ || up.offsets_) return 0;  // the gate's offsets come before its swiglu
+  if (!in_perm_.empty() || !up.in_perm_.empty()) return 0;  // (never on the AMX panels these take)
   if (!widen_ || !up.widen_ || M < widen_->min_rows() || M < up.widen_->min_rows()) return 0;
   return widen_->can_gate(*up.widen_) ? Widened16::rows_taken(M) : 0;
 }
@@ -478,6 +506,13 @@ Status Projection::run_gated(const Projection& up, kernels::AmxCombine combine, 
 
 Status Projection::run(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
                        void* scratch) const {
+  if (in_perm_.empty() || M <= 0) return run_in_order(x, ldx, y, ldy, M, threads, scratch);
+  const float* xp = gather(x, ldx, M, threads, scratch);
+  return run_in_order(xp, K_, y, ldy, M, threads, static_cast<char*>(scratch) + perm_bytes(M));
+}
+
+Status Projection::run_in_order(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads,
+                                void* scratch) const {
   const Status s = run_stored(x, ldx, y, ldy, M, threads, scratch);
   if (!s.ok() || !offsets_ || M <= 0) return s;
   return add_offsets(x, ldx, y, ldy, M, threads, static_cast<char*>(scratch) + round64(stored_scratch_bytes(M)));
@@ -580,13 +615,22 @@ int Projection::stored_slice_rows() const {
 
 size_t Projection::slice_scratch_bytes(int M) const {
   const size_t stored = small_ ? round64(small_->impl->scratch_bytes(packed_, M)) : 0;
-  return offsets_ ? stored + offsets_slice_scratch_bytes(M) : stored;
+  return perm_bytes(M) + (offsets_ ? stored + offsets_slice_scratch_bytes(M) : stored);
 }
 
 // The weights of output rows [n0, n1) as a packing of their own: every layout keeps an
 // output block (a repacked panel, an f32 block of NB columns, a stored row) contiguous.
 void Projection::run_slice(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
                            void* scratch) const {
+  if (in_perm_.empty()) return run_slice_in_order(x, ldx, y, ldy, M, n0, n1, scratch);
+  // Each slice gathers its own copy (a decode step's K floats; the slices run on
+  // different threads and share nothing).
+  const float* xp = gather(x, ldx, M, 1, scratch);
+  run_slice_in_order(xp, K_, y, ldy, M, n0, n1, static_cast<char*>(scratch) + perm_bytes(M));
+}
+
+void Projection::run_slice_in_order(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
+                                    void* scratch) const {
   kernels::PackedWeights w = packed_;
   const auto* base = static_cast<const uint8_t*>(packed_.data);
   if (packed_.repacked) {

@@ -110,6 +110,11 @@ class Projection {
                                      std::unique_ptr<Projection>* out, WeightArena* arena = nullptr);
   ~Projection();
 
+  // Inputs gathered as x'(k) = x(perm[k]) before every product (run, run_slice): the
+  // weights' columns were stored permuted (TensorView::perm, GPTQ act-order). perm: K
+  // entries, a permutation of 0..K−1 (else invalid_argument); copied.
+  Status set_input_permutation(const int32_t* perm);
+
   // y = x·W (+ b) for M rows; x rows ldx floats apart, y rows ldy apart. `threads` ≥ 1
   // OpenMP threads. `scratch`: scratch_bytes(M) bytes (or more), 64-byte aligned.
   // oneDNN reads the calling thread's omp max-threads setting, so it is set to `threads`
@@ -210,6 +215,13 @@ class Projection {
   // repacked).
   std::unique_ptr<Projection> offsets_;
   std::vector<uint8_t> reencoded_;
+  std::vector<int32_t> in_perm_;  // set_input_permutation; empty: inputs in order
+  // The M gathered rows (K floats each) at the front of scratch, when in_perm_ is set.
+  size_t perm_bytes(int M) const;
+  const float* gather(const float* x, int64_t ldx, int M, int threads, void* scratch) const;
+  Status run_in_order(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads, void* scratch) const;
+  void run_slice_in_order(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
+                          void* scratch) const;
 };
 
 }  // namespace headwise::graph

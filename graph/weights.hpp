@@ -45,6 +45,11 @@ struct TensorView {
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;
   size_t nbytes = 0;
+  // A block-type matrix [N][K] whose columns are stored permuted: stored column j is
+  // column perm[j] (K entries, kept alive with the data). GPTQ act-order layers, whose
+  // groups interleave the input rows (formats/hf_quantized.hpp): products gather their
+  // inputs in this order (graph/projection.hpp, set_input_permutation). Null: in order.
+  const int32_t* perm = nullptr;
   int64_t numel() const;
   std::string shape_str() const;  // "[512, 64]"
 };

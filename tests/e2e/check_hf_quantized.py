@@ -9,6 +9,9 @@ published packing, not from headwise's C++):
   gptq4-asym  4 bits, zeros per group and column (stored less 1), groups of 64
   gptq4-v2    4 bits, zeros as stored (checkpoint_format "gptq_v2"), one group per column (-1)
   gptq4-act   4 bits, act-order: g_idx assigns shuffled runs of 32 input rows to the groups
+  gptq4-actorder  4 bits with zeros, act-order as AutoGPTQ writes it: g_idx interleaves
+              the groups row by row (headwise stores the columns sorted by group and
+              gathers each product's inputs in that order)
   gptq8       8 bits, symmetric (zero 128), groups of 32
   gptq8-asym  8 bits with zeros, groups of 128
   awq4        AWQ 4 bits ("gemm" packing: columns 0 2 4 6 1 3 5 7 in an int32), groups of 64
@@ -28,7 +31,7 @@ layers become GGUF Q4_0 / Q8_0 tensors, the q/k rows permuted for llama.cpp's Ro
 the GGUF's logits must meet the same bounds (not equality: an upstream difference in the
 last bit, here RoPE's pairing, can move an input across an int8 rounding boundary, by
 one step of 1/127 of its block's largest value). Malformed variants (a g_idx
-splitting a run of 32, a group size of 48, 3 bits, bitsandbytes, mismatched shapes) must
+whose groups are not whole blocks of 32 rows, a group size of 48, 3 bits, bitsandbytes, mismatched shapes) must
 each fail with a message naming the field or tensor.
 """
 import json
@@ -49,7 +52,8 @@ VARIANTS = {  # name: (method, bits, group_size, symmetric, checkpoint_format, a
     "gptq4": ("gptq", 4, 128, True, "gptq", False),
     "gptq4-asym": ("gptq", 4, 64, False, "gptq", False),
     "gptq4-v2": ("gptq", 4, -1, False, "gptq_v2", False),
-    "gptq4-act": ("gptq", 4, 64, True, "gptq", True),
+    "gptq4-act": ("gptq", 4, 64, True, "gptq", "runs"),
+    "gptq4-actorder": ("gptq", 4, 64, False, "gptq", "rows"),
     "gptq8": ("gptq", 8, 32, True, "gptq", False),
     "gptq8-asym": ("gptq", 8, 128, False, "gptq", False),
     "awq4": ("awq", 4, 64, False, None, False),
@@ -135,9 +139,11 @@ def make_variant(name, spec, src_w, cfg, out_q, out_exact, rng):
             continue
         N, K = w.shape
         G = 1 if gs == -1 else K // gs
-        if act:  # shuffled runs of 32 rows per group
+        if act == "runs":  # shuffled runs of 32 rows per group
             runs = rng.permutation(K // 32)
             groups = np.repeat(np.argsort(runs) // (gs // 32), 32).astype(np.int64)
+        elif act == "rows":  # AutoGPTQ's act-order: group of row k = (its rank in the order) // gs
+            groups = (np.argsort(rng.permutation(K)) // gs).astype(np.int64)
         else:
             groups = np.zeros(K, np.int64) if gs == -1 else np.arange(K) // gs
         zmin = 1 if (method == "gptq" and fmt == "gptq") else 0  # stored zero - 1 must be >= 0
@@ -156,7 +162,7 @@ def make_variant(name, spec, src_w, cfg, out_q, out_exact, rng):
             tensors_q += [(prefix + ".qweight", qweight), (prefix + ".qzeros", qzeros), (prefix + ".scales", scales)]
     qc = {"quant_method": method, "bits": bits, "group_size": gs}
     if method == "gptq":
-        qc.update({"desc_act": act, "sym": sym, "checkpoint_format": fmt})
+        qc.update({"desc_act": bool(act), "sym": sym, "checkpoint_format": fmt})
     else:
         qc.update({"version": "gemm", "zero_point": True})
     for folder, tensors, qcfg in ((out_q, tensors_q, qc), (out_exact, tensors_x, None)):
@@ -223,7 +229,7 @@ def main():
         if not (kl.mean() <= MEAN_KL and kl.max() <= MAX_KL and bad == 0):
             failures.append(f"{name}: KL mean {kl.mean():.2e} (<= {MEAN_KL}), max {kl.max():.2e} (<= {MAX_KL}), "
                             f"{bad} clear top-1 disagreements")
-        if spec[3] and not spec[5]:  # symmetric: the layers convert to GGUF Q4_0 / Q8_0
+        if spec[3] or spec[5] == "rows":  # symmetric: GGUF Q4_0 / Q8_0; act-order by row: F32
             gguf = os.path.join(args.workdir, name + ".gguf")
             vocab = os.path.join(args.shared, "vocab", "ggml-vocab-llama-spm.gguf" if cfg["model_type"] == "llama"
                                  else "ggml-vocab-gpt-2.gguf")
@@ -263,7 +269,7 @@ def main():
         t["model.layers.0.mlp.down_proj.g_idx"][:] = 99
     def f32_scales(t):
         t["model.layers.0.self_attn.k_proj.scales"] = t["model.layers.0.self_attn.k_proj.scales"].astype(np.float32)
-    expect_error(args, variant("split", edit_tensors=split_run), ["q_proj", "different groups"], failures)
+    expect_error(args, variant("split", edit_tensors=split_run), ["q_proj", "not multiples of 32"], failures)
     expect_error(args, variant("zeros", edit_tensors=bad_zeros), ["up_proj", "qzeros"], failures)
     expect_error(args, variant("grange", edit_tensors=g_range), ["down_proj", "g_idx[0] = 99"], failures)
     expect_error(args, variant("scales", edit_tensors=f32_scales), ["k_proj.scales", "F16"], failures)

@@ -3,7 +3,9 @@
 // here from the packed integers by the formats' own description (AutoGPTQ: k packed in
 // an int32 column-wise, zeros stored less 1; AWQ: columns 0 2 4 6 1 3 5 7 per int32),
 // equal bit for bit (every such value is exact in f32); the type chosen (Q4_0/Q8_0 when
-// every zero is the centre, else Q4_0C/Q8_0C); and hostile layers refused by name.
+// every zero is the centre, else Q4_0C/Q8_0C); act-order layers whose groups interleave
+// the rows stored sorted by group with that order (TensorView::perm); and hostile layers
+// refused by name.
 #include "formats/hf_quantized.hpp"
 
 #include <gtest/gtest.h>
@@ -100,12 +102,20 @@ void expect_exact(const Layer& l, const HfQuantConfig& cfg, DType want, const st
   ASSERT_EQ(v.shape, (std::vector<int64_t>{l.N, l.K}));
   std::vector<float> got(size_t(l.K) * l.N);
   graph::to_f32(v.dtype, v.data, got.size(), got.data());
+  // Columns stored in order, or (act-order by row) sorted by group: column j is perm[j].
+  std::vector<char> seen(size_t(l.K), 0);
+  for (int j = 0; j < l.K && v.perm; ++j) {
+    ASSERT_TRUE(v.perm[j] >= 0 && v.perm[j] < l.K && !seen[size_t(v.perm[j])]) << what << ": perm[" << j << "]";
+    seen[size_t(v.perm[j])] = 1;
+    if (j) ASSERT_LE(l.group[v.perm[j - 1]], l.group[v.perm[j]]) << what << ": sorted by group";
+  }
   for (int n = 0; n < l.N; ++n)
-    for (int k = 0; k < l.K; ++k) {
+    for (int j = 0; j < l.K; ++j) {
+      const int k = v.perm ? v.perm[j] : j;
       const int g = l.group[k];
       const double w = double(q::half_to_f32(l.scale[size_t(g) * l.N + n])) *
                        double(l.qv[size_t(n) * l.K + k] - l.zero[size_t(g) * l.N + n]);
-      ASSERT_EQ(double(got[size_t(n) * l.K + k]), w) << what << ": w(" << n << ", " << k << ")";
+      ASSERT_EQ(double(got[size_t(n) * l.K + j]), w) << what << ": w(" << n << ", " << k << ")";
     }
 }
 
@@ -122,6 +132,13 @@ TEST(HfQuantized, GptqAndAwqLayersBecomeBlocksOfTheSameValues) {
   expect_exact(make_layer(96, 20, -1, 8, false, false, false, 1, 6), g8pc, DType::q8_0c, "GPTQ 8 per column");
   expect_exact(make_layer(128, 48, 64, 4, true, false, false, 0, 7), awq, DType::q4_0c, "AWQ");
   expect_exact(make_layer(128, 48, 64, 4, true, true, false, 0, 8), awq, DType::q4_0, "AWQ centred");
+  // AutoGPTQ's act-order: the groups interleave row by row (g of row k = its rank // 64).
+  Layer a = make_layer(256, 24, 64, 4, false, false, false, 1, 10);
+  std::vector<int> rank(256);
+  for (int k = 0; k < 256; ++k) rank[k] = (k * 97 + 13) % 256;  // a permutation (97 odd)
+  for (int k = 0; k < 256; ++k) a.group[k] = rank[k] / 64;
+  a.g_idx.assign(a.group.begin(), a.group.end());
+  expect_exact(a, v1, DType::q4_0c, "GPTQ act-order by row");
 }
 
 TEST(HfQuantized, HostileLayersAreRefusedByName) {

@@ -271,6 +271,71 @@ TEST(ProjectionOffsets, GroupsSliceThemAsTheirRun) {
   }
 }
 
+// set_input_permutation (GPTQ act-order layers, columns stored sorted by group): run()
+// and run_slice() on x equal, bit for bit, the same projection without the permutation
+// on x gathered by hand, x'(k) = x(perm[k]) — every ISA, Q4_0C (offsets: their block
+// sums are the gathered inputs' too) and a plain Q8_0 projection, decode and prefill rows,
+// strided inputs, scratch_bytes / slice_scratch_bytes of scratch. A non-permutation is
+// refused.
+TEST(ProjectionOffsets, AnInputPermutationGathersTheInputs) {
+  Projection::set_dequant_prefill_override(0);
+  for (Isa isa : {Isa::avx512, Isa::avx2, Isa::scalar}) {
+    if (!kernels::may_use(isa)) continue;
+    const int K = 256, N = 48;
+    std::mt19937 g(5);
+    std::vector<int32_t> perm(K);
+    for (int k = 0; k < K; ++k) perm[k] = (k * 37 + 11) % K;
+    const std::vector<uint8_t> wc = random_blocks(q::WType::q4_0c, K, N, g);
+    std::vector<uint8_t> w8(size_t(N) * (K / 32) * sizeof(q::BlockQ8_0));
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (uint8_t& v : w8) v = uint8_t(byte(g));
+    for (size_t at = 0; at < w8.size(); at += sizeof(q::BlockQ8_0)) {
+      const uint16_t d = q::f32_to_half(0.02f);
+      std::memcpy(w8.data() + at, &d, 2);
+    }
+    for (int which = 0; which < 2; ++which) {
+      std::unique_ptr<Projection> a, b;
+      if (which == 0) {
+        ASSERT_TRUE(Projection::create_offset_blocks(q::WType::q4_0c, wc.data(), K, N, nullptr, isa, &a).ok());
+        ASSERT_TRUE(Projection::create_offset_blocks(q::WType::q4_0c, wc.data(), K, N, nullptr, isa, &b).ok());
+      } else {
+        ASSERT_TRUE(Projection::create_typed(kernels::WeightType::q8_0, w8.data(), K, N, nullptr, isa, &a).ok());
+        ASSERT_TRUE(Projection::create_typed(kernels::WeightType::q8_0, w8.data(), K, N, nullptr, isa, &b).ok());
+      }
+      ASSERT_TRUE(a->set_input_permutation(perm.data()).ok());
+      for (int M : {1, 3, 40}) {
+        const int64_t ldx = K + 3;
+        std::vector<float> x(size_t(M) * ldx), xg(size_t(M) * K), ya(size_t(M) * N), yb(size_t(M) * N);
+        std::uniform_real_distribution<float> u(-1, 1);
+        for (float& v : x) v = u(g) + 0.2f;
+        for (int r = 0; r < M; ++r)
+          for (int k = 0; k < K; ++k) xg[size_t(r) * K + k] = x[r * ldx + perm[k]];
+        std::vector<Line> sa(a->scratch_bytes(M) / 64 + 1), sb(b->scratch_bytes(M) / 64 + 1);
+        for (int threads : {1, 2}) {
+          ASSERT_TRUE(a->run(x.data(), ldx, ya.data(), N, M, threads, sa.data()).ok());
+          ASSERT_TRUE(b->run(xg.data(), K, yb.data(), N, M, threads, sb.data()).ok());
+          EXPECT_EQ(ya, yb) << kernels::isa_name(isa) << " " << which << " M " << M << " threads " << threads;
+        }
+        if (!a->can_slice(M)) continue;
+        std::vector<Line> ta(a->slice_scratch_bytes(M) / 64 + 1), tb(b->slice_scratch_bytes(M) / 64 + 1);
+        std::fill(ya.begin(), ya.end(), NAN);
+        std::fill(yb.begin(), yb.end(), NAN);
+        const int n1 = a->slice_rows() <= 16 ? 16 : a->slice_rows();
+        a->run_slice(x.data(), ldx, ya.data(), N, M, 0, n1, ta.data());
+        a->run_slice(x.data(), ldx, ya.data(), N, M, n1, N, ta.data());
+        b->run_slice(xg.data(), K, yb.data(), N, M, 0, n1, tb.data());
+        b->run_slice(xg.data(), K, yb.data(), N, M, n1, N, tb.data());
+        EXPECT_EQ(ya, yb) << kernels::isa_name(isa) << " slices " << which << " M " << M;
+      }
+      std::vector<int32_t> bad = perm;
+      bad[7] = bad[8];
+      const Status s = b->set_input_permutation(bad.data());
+      EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
+    }
+  }
+  Projection::set_dequant_prefill_override(-1);
+}
+
 TEST(ProjectionOffsets, BadArgumentsAreRefused) {
   std::vector<uint8_t> w(24 * 4);
   std::unique_ptr<Projection> p;
