@@ -193,6 +193,8 @@ def make_folder(cfg, out_dir, seed=1, shards=1):
 # ---- reading back and the float64 forward pass --------------------------------------
 
 def read_safetensors(path):
+    """{name: array} of a safetensors file (F32; F16 and I32 too, as GPTQ/AWQ files hold)."""
+    kinds = {"F32": "<f4", "F16": "<f2", "I32": "<i4"}
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack_from("<Q", data, 0)
@@ -202,8 +204,8 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         b, end = e["data_offsets"]
-        assert e["dtype"] == "F32"
-        out[name] = np.frombuffer(data, dtype="<f4", count=(end - b) // 4, offset=8 + n + b).reshape(e["shape"])
+        dt = np.dtype(kinds[e["dtype"]])
+        out[name] = np.frombuffer(data, dtype=dt, count=(end - b) // dt.itemsize, offset=8 + n + b).reshape(e["shape"])
     return out
 
 

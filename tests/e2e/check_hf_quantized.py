@@ -256,7 +256,7 @@ def main():
             with open(os.path.join(d, "config.json"), "w") as f:
                 json.dump(c, f)
         if edit_tensors:
-            t = {k: np.array(v) for k, v in read_all(os.path.join(d, "model.safetensors")).items()}
+            t = {k: np.array(v) for k, v in arch_models.read_safetensors(os.path.join(d, "model.safetensors")).items()}
             edit_tensors(t)
             write_safetensors(os.path.join(d, "model.safetensors"), list(t.items()))
         return d
@@ -282,21 +282,6 @@ def main():
     if failures:
         common.fail("; ".join(failures))
     print("PASS")
-
-
-def read_all(path):
-    import numpy as np
-    kinds = {"F32": "<f4", "F16": "<f2", "I32": "<i4"}
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack_from("<Q", data, 0)
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, e in header.items():
-        b, end = e["data_offsets"]
-        dt = np.dtype(kinds[e["dtype"]])
-        out[name] = np.frombuffer(data, dtype=dt, count=(end - b) // dt.itemsize, offset=8 + n + b).reshape(e["shape"])
-    return out
 
 
 if __name__ == "__main__":
