@@ -94,16 +94,20 @@ Status to_floats(const GgufTensor& t, std::vector<float>* out) {
 
 bool valid_weight_mix(const std::string& mix) {
   const std::string m = lower(mix);
-  return m == "bf16" || m == "f16" || m == "q8_0" || m == "q4_0" || m == "q3_k" || m == "q4_k" || m == "q5_k" ||
+  return m == "f32" || m == "bf16" || m == "f16" || m == "q8_0" || m == "q4_0" || m == "q3_k" || m == "q4_k" || m == "q5_k" ||
          m == "q6_k" || m == "q3_k_m" || m == "q4_k_m" || m == "q5_k_m" || m == "iq4_xs" || m == "q2_k";
 }
 
-const char* weight_mixes_help() { return "bf16|f16|q8_0|q4_0|q2_k|q3_k|q4_k|q5_k|q6_k|q3_k_m|q4_k_m|q5_k_m|iq4_xs"; }
+const char* weight_mixes_help() { return "f32|bf16|f16|q8_0|q4_0|q2_k|q3_k|q4_k|q5_k|q6_k|q3_k_m|q4_k_m|q5_k_m|iq4_xs"; }
 
 uint32_t choose_tensor_type(const std::string& mix_in, const std::string& name, const std::vector<int64_t>& ne,
                             int n_layers, std::string* why, int n_gqa) {
   const std::string mix = lower(mix_in);
   if (ne.size() < 2 || contains(name, "rope_freqs")) return kGgmlF32;
+  if (mix == "f32") {  // every matrix as its exact values: a quantized file's weights unrounded
+    if (why) *why = "f32: exact values";
+    return kGgmlF32;
+  }
   // The 3-, 4- and 5-bit mixes keep the output matrix in Q6_K (llama.cpp does for every
   // K-quant mix).
   const bool low_bit = mix == "q4_0" || mix == "q3_k" || mix == "q3_k_m" || mix == "q4_k" || mix == "q4_k_m" ||

@@ -30,7 +30,9 @@ or zero (tried: AWQ's file packed in GPTQ's order, a GPTQ file's zeros read with
 layers become GGUF Q4_0 / Q8_0 tensors, the q/k rows permuted for llama.cpp's RoPE) and
 the GGUF's logits must meet the same bounds (not equality: an upstream difference in the
 last bit, here RoPE's pairing, can move an input across an int8 rounding boundary, by
-one step of 1/127 of its block's largest value). Malformed variants (a g_idx
+one step of 1/127 of its block's largest value); that GGUF converted again with
+`--weights f32` (every matrix's exact values) must match the float64 reference to 1e-4 of
+the logits' range, as the unquantized models do (measured 3e-7 to 8e-7). Malformed variants (a g_idx
 whose groups are not whole blocks of 32 rows, a group size of 48, 3 bits, bitsandbytes, mismatched shapes) must
 each fail with a message naming the field or tensor.
 """
@@ -241,6 +243,14 @@ def main():
             if not (kl.mean() <= MEAN_KL and kl.max() <= MAX_KL and bad == 0):
                 failures.append(f"{name}: the converted GGUF: KL mean {kl.mean():.2e}, max {kl.max():.2e}, "
                                 f"{bad} clear top-1 disagreements")
+            # --weights f32 writes the exact values: the fp32 path then matches the float64
+            # reference as the unquantized models do (check_architectures.py's 1e-4).
+            f32 = os.path.join(args.workdir, name + "-f32.gguf")
+            common.run_cli(args.headwise, ["convert", gguf, "--weights", "f32", "-o", f32])
+            err = np.abs(arch_common.headwise_logits(args, f32, ids) - ref).max() / np.abs(ref).max()
+            print(f"{name:10s}: its --weights f32 copy: max |err| / max |ref| {err:.1e}")
+            if not err <= 1e-4:
+                failures.append(f"{name}: convert --weights f32 of its GGUF: relative error {err:.1e}")
 
     # Malformed files: each refused by name.
     base = os.path.join(args.workdir, "gptq4-asym")

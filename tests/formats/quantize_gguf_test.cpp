@@ -135,8 +135,16 @@ TEST(QuantizeGguf, Q5KRowsThatAreNotWholeBlocksFallBack) {
   EXPECT_EQ(type_of("q5_k_m", "blk.5.attn_q.weight", {288, 64}), kQ8_0);
 }
 
+TEST(QuantizeGguf, F32MixKeepsEveryMatrixInF32) {
+  std::string why;
+  for (const char* t : {"output.weight", "token_embd.weight", "blk.0.attn_v.weight", "blk.3.ffn_down.weight"}) {
+    EXPECT_EQ(type_of("f32", t, {256, 64}, &why), kF32) << t;
+    EXPECT_NE(why.find("exact"), std::string::npos) << why;
+  }
+}
+
 TEST(QuantizeGguf, MixNames) {
-  for (const char* m : {"q5_k", "Q5_K", "q5_k_m", "Q5_K_M", "q4_k_m", "bf16", "q3_k", "Q3_K_M", "IQ4_XS", "Q2_K"})
+  for (const char* m : {"q5_k", "Q5_K", "q5_k_m", "Q5_K_M", "q4_k_m", "bf16", "q3_k", "Q3_K_M", "IQ4_XS", "Q2_K", "F32"})
     EXPECT_TRUE(valid_weight_mix(m)) << m;
   for (const char* m : {"q5_0", "q5_k_s", "q5", "q3_k_l", "q2_k_s", "iq4_nl", ""}) EXPECT_FALSE(valid_weight_mix(m)) << m;
   EXPECT_NE(std::string(weight_mixes_help()).find("q5_k|"), std::string::npos);
