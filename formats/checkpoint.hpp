@@ -6,7 +6,9 @@
 //     as Q8_0 plus an offset a block; any other type refused naming the tensor and its
 //     type);
 //   - a Hugging Face folder: config.json + model.safetensors, or shards listed in
-//     model.safetensors.index.json; generation_config.json's defaults when present.
+//     model.safetensors.index.json; generation_config.json's defaults when present;
+//     GPTQ/AWQ layers (config.json's quantization_config) re-encoded at load as blocks
+//     of the same numbers (formats/hf_quantized.hpp).
 // The architecture comes from general.architecture / config.json's model_type; the
 // description from formats/architectures.hpp.
 #pragma once
