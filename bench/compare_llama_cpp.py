@@ -40,10 +40,11 @@ e2e.llamacpp_quant (tests/e2e/check_llamacpp_quant.py, which explains them) on t
 test's model shape (llama-256), and printed against them for llama-134m; the same check
 on headwise convert's file of each type is printed beside each as the control. A top-1
 disagreement where llama.cpp's top two differ by more than 0.05 fails the check unless
-headwise's top-1 is that of the file's exact weights (the file converted by `headwise
-convert --weights f32`, whose products keep fp32 inputs): there llama.cpp's own input
-rounding (Q8_K: one scale per 256 inputs, where headwise's int8 inputs have one per 32)
-moved it, not a misread weight. Each line also gives both sides' mean KL from the exact
+the file's exact weights (the file converted by `headwise convert --weights f32`, whose
+products keep fp32 inputs) give headwise's top-1 too, or do not separate their own top
+two by 0.05: then llama.cpp's clear margin came from its own input rounding (Q8_K: one
+scale per 256 inputs, where headwise's int8 inputs have one per 32), not from the
+weights, and a misread weight would show in the KL bounds instead. Each line also gives both sides' mean KL from the exact
 weights' distributions.
 
   /usr/bin/python3 bench/compare_llama_cpp.py                # full table (long)
@@ -389,8 +390,10 @@ def quantize_check(a, models, qtypes):
         exact = softmax(arch_common.headwise_logits(ns, exact_file, ids))
         os.remove(exact_file)
         V = exact.shape[1]
-        # A clear disagreement stands unless headwise's top-1 is the exact weights' one.
-        excused = (~agree) & clear & (q.argmax(1) == exact.argmax(1))
+        # A clear disagreement stands unless headwise's top-1 is the exact weights' one, or
+        # the exact weights do not make the position clear either.
+        top2 = np.sort(exact, 1)[:, -2:]
+        excused = (~agree) & clear & ((q.argmax(1) == exact.argmax(1)) | (top2[:, 1] - top2[:, 0] <= 5e-2))
         standing = int(((~agree) & clear & ~excused).sum())
         good = kl.max() <= MAX_KL and kl.mean() <= MEAN_KL and standing == 0
         if bounded:
@@ -398,7 +401,7 @@ def quantize_check(a, models, qtypes):
         verdict = ("PASS" if good else "FAIL") if bounded else ("within" if good else "outside") + " the bounds"
         print(f"  {label:10s} {t:6s} by {who:16s} {os.path.getsize(gguf) / 2**20:6.1f} MiB: top-1 agreement "
               f"{agree.mean():.2f} ({standing} disagreements where clear"
-              f"{f', {int(excused.sum())} more where headwise has the exact weights top-1' if excused.any() else ''}), "
+              f"{f', {int(excused.sum())} more where the exact weights agree with headwise or are not clear' if excused.any() else ''}), "
               f"KL mean {kl.mean():.2e} max {kl.max():.2e}; from the exact weights' distributions, mean KL "
               f"headwise {kl_from(exact, q).mean():.2e}, llama.cpp {kl_from(exact, ref[:, :V]).mean():.2e}: {verdict}")
     return ok
