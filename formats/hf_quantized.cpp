@@ -91,6 +91,14 @@ Status convert_layer(const HfQuantConfig& cfg, const std::string& dir, const std
     return format_error(at + "scales " + shape_of(l.scales) + " do not fit qweight " + shape_of(l.qweight) + " (expected [" +
                         std::to_string(G_expect) + ", " + std::to_string(N) + "] for group_size " +
                         std::to_string(cfg.group_size) + ")");
+  // A scale that is not a finite f16 would make every product of its column NaN or ±inf.
+  for (int64_t i = 0; i < G * N; ++i) {
+    uint16_t s;
+    std::memcpy(&s, l.scales->data + 2 * i, 2);
+    if ((s & 0x7C00) == 0x7C00)
+      return format_error(at + "scales[" + std::to_string(i / N) + "][" + std::to_string(i % N) +
+                          "] is not a finite number");
+  }
   if (l.qzeros->shape[0] != G || l.qzeros->shape[1] != N / zf)
     return format_error(at + "qzeros " + shape_of(l.qzeros) + " do not fit scales " + shape_of(l.scales) + " (expected [" +
                         std::to_string(G) + ", " + std::to_string(N / zf) + "])");

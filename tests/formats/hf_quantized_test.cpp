@@ -168,6 +168,13 @@ TEST(HfQuantized, HostileLayersAreRefusedByName) {
   s = run(v, 4 * l.qweight.size() * 4);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("tensors overlap"), std::string::npos) << s.message();
+  // A non-finite scale (f16 +inf, then a NaN).
+  for (uint16_t bad : {uint16_t(0x7C00), uint16_t(0x7E01)}) {
+    Layer nan = l;
+    nan.scale[size_t(1) * nan.N + 5] = bad;
+    s = run(nan.views("m.q_proj"));
+    EXPECT_NE(s.message().find("scales[1][5] is not a finite number"), std::string::npos) << s.message();
+  }
   // A layer also stored in floats.
   v = l.views("m.q_proj");
   TensorView dup = v[2];
