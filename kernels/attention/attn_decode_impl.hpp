@@ -33,6 +33,18 @@
 // 80-104 → 62-78 ms of attention over 128 steps (7 rounds, decode faster in each),
 // llama-1b-like Q4_K_M 80-110 → 55-73 ms over 64 (3 rounds); into L2 instead, or 2 or 4
 // tiles ahead, no better or slower. Not measured on Zen 4.
+// Those requests were first issued as a burst, a head's whole next tile (32 lines of a
+// 64-feature f16 head) before its rows of this one; they are now spread one row (or one
+// feature slice of a row) at a time through the loops that read this tile's rows, so
+// the misses in flight never pile up at the start of a head (a burst filled the miss
+// buffers: the prefetch instructions themselves took a fifth of a warm call's samples
+// under perf). Zen 5 (2026-12-07), `headwise bench attention --threads 2 --copies 48`
+// (cold), the old binary and the new alternating, medians over the rounds:
+// llama-134m's 12 × 64 heads at 576 keys f16 52.8 → 49.8 µs (6 rounds; an earlier set
+// of 8 rounds 52 → 44, new faster in each), bf16 54.4 → 46.8 (4 rounds, each faster);
+// llama-1b-like's 32/8 × 64 at 528 keys 61.3 → 58.9 (6); an 8B-like 32/8 × 128 at 1040
+// keys 174 → 143 (3, each faster). The requests sit after the FMAs in pv_group (before
+// them GCC 12 kept the 16 accumulators on the stack) and take no loop (prefetch_span).
 // A block is 4 tiles (KT = 64, attention.inc), not one: step 2's per-row reductions and
 // branches and step 3's accumulator loads and stores come once per 64 keys. Zen 5, f16,
 // `headwise bench attention` (3 alternating rounds; it lays K and V out position-major,
@@ -59,6 +71,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <utility>
 
 #include "kernels/attention/attention.hpp"
 #include "kernels/simd/widen.hpp"
@@ -106,24 +119,29 @@ struct AttnDecode {
     }
   }
 
-  // Asks for one head's rows of the next tile of a tiled cache (kKvTileRows rows of D
-  // elements, adjacent) into L1: `rows` is this tile's, the next lies stile elements on.
-  static inline void prefetch_next_tile(const T* rows, int64_t stile, int D) {
-    const char* r = reinterpret_cast<const char*>(rows + stile);
-    const int bytes = kKvTileRows * D * int(sizeof(T));
-    for (int o = 0; o < bytes; o += 64) __builtin_prefetch(r + o, 0, 3);
-  }
-
   // acc[i] += q · k_i for the W key rows k_i (rows st apart, D = NV·W features): the
   // query row in registers, the key rows read one after another, each front to back —
   // the order they lie in (a tiled cache: one run of W·D elements).
   template <int NV>
-  static inline void scores_rows(const float* qs, const T* kr, int64_t st, V* acc) {
+  static inline void scores_rows(const float* qs, const T* kr, int64_t st, V* acc, const T* pf = nullptr) {
     V q[NV];
     for (int u = 0; u < NV; ++u) q[u] = S::loada(qs + u * W);
 #pragma GCC unroll 16
-    for (int i = 0; i < W; ++i)
+    for (int i = 0; i < W; ++i) {
+      if (pf) prefetch_span<NV * W * int(sizeof(T))>(pf + i * st);
       for (int u = 0; u < NV; ++u) acc[i] = S::fma(q[u], L::load(kr + i * st + u * W), acc[i]);
+    }
+  }
+  // Asks for the kBytes at p (a row, or a row's slice of features) into L1, one request a
+  // line and no loop: the callers' accumulators stay in registers (a loop over a row's
+  // lines in pv_group's loop made GCC 12 keep them in memory).
+  template <int kBytes>
+  static inline void prefetch_span(const T* p) {
+    prefetch_lines(reinterpret_cast<const char*>(p), std::make_index_sequence<(std::max(kBytes, 1) + 63) / 64>());
+  }
+  template <size_t... L>
+  static inline void prefetch_lines(const char* c, std::index_sequence<L...>) {
+    (__builtin_prefetch(c + 64 * L, 0, 3), ...);
   }
 
   // q · k over D features (the query row is zero padded to a multiple of W).
@@ -141,7 +159,12 @@ struct AttnDecode {
 
   // acc(0 .. NV·W) += Σ_j w_j · v(j, 0 .. NV·W), rows of v vstride apart.
   template <int NV>
-  static inline void pv(float* acc, const T* v, int64_t vstride, const float* w, int nk) {
+  static inline void pv(float* acc, const T* v, int64_t vstride, const float* w, int nk, const T* pf) {
+    if (pf) pv_body<NV, true>(acc, v, vstride, w, nk, pf);
+    else pv_body<NV, false>(acc, v, vstride, w, nk, pf);
+  }
+  template <int NV, bool kPf>
+  static inline void pv_body(float* acc, const T* v, int64_t vstride, const float* w, int nk, const T* pf) {
     // Two accumulator sets (even and odd positions) when they fit in registers: the
     // FMA latency, not the load or FMA rate, would otherwise bound NV ≤ 4 chains.
     constexpr int NS = NV <= 4 ? 2 : 1;
@@ -150,11 +173,15 @@ struct AttnDecode {
     for (int s = 1; s < NS; ++s)
       for (int u = 0; u < NV; ++u) a[s][u] = S::zero();
     int j = 0;
-    for (; j + NS <= nk; j += NS)
+    for (; j + NS <= nk; j += NS) {
+#pragma GCC unroll 2
       for (int s = 0; s < NS; ++s) {
+        if constexpr (kPf) prefetch_span<NV * W * int(sizeof(T))>(pf + (j + s) * vstride);
         const V wj = S::set1(w[j + s]);
+#pragma GCC unroll 8
         for (int u = 0; u < NV; ++u) a[s][u] = S::fma(wj, L::load(v + (j + s) * vstride + u * W), a[s][u]);
       }
+    }
     for (; j < nk; ++j) {
       const V wj = S::set1(w[j]);
       for (int u = 0; u < NV; ++u) a[0][u] = S::fma(wj, L::load(v + j * vstride + u * W), a[0][u]);
@@ -170,14 +197,18 @@ struct AttnDecode {
   // Scores of the G rows against W keys (rows ldk apart), KB = W / G keys per pass so
   // the G·KB = W sums fit one lane-wise horizontal sum; out rows ldo apart.
   template <int G>
-  static inline void scores_group(const float* qs, int Dp, const T* kr, int64_t ldk, int D, float* out, int ldo) {
+  static inline void scores_group(const float* qs, int Dp, const T* kr, int64_t ldk, int D, float* out, int ldo,
+                                  const T* pf = nullptr) {
     constexpr int KB = W / G;
     for (int i0 = 0; i0 < W; i0 += KB) {
+
       V acc[W];
       for (int a = 0; a < W; ++a) acc[a] = S::zero();
       for (int d = 0; d < D; d += W) {
         V q[G];
         for (int g = 0; g < G; ++g) q[g] = S::loada(qs + g * Dp + d);
+        if (pf && d * int(sizeof(T)) % 64 == 0)
+          for (int i = 0; i < KB; ++i) __builtin_prefetch(pf + (i0 + i) * ldk + d, 0, 3);
         for (int i = 0; i < KB; ++i) {
           const V k = L::load(kr + (i0 + i) * ldk + d);
           for (int g = 0; g < G; ++g) acc[g * KB + i] = S::fma(q[g], k, acc[g * KB + i]);
@@ -192,24 +223,35 @@ struct AttnDecode {
   // acc_g(0 .. NV·W) += Σ_j w_g(j) · v(j, 0 .. NV·W) for the G rows (acc rows lda apart,
   // weight rows ldw apart): G·NV accumulators, G·NV ≤ 16.
   template <int G, int NV>
-  static inline void pv_group(float* acc, int64_t lda, const T* v, int64_t vstride, const float* w, int ldw, int nk) {
+  static inline void pv_group(float* acc, int64_t lda, const T* v, int64_t vstride, const float* w, int ldw, int nk,
+                              const T* pf) {
+    if (pf) pv_group_body<G, NV, true>(acc, lda, v, vstride, w, ldw, nk, pf);
+    else pv_group_body<G, NV, false>(acc, lda, v, vstride, w, ldw, nk, pf);
+  }
+  template <int G, int NV, bool kPf>
+  static inline void pv_group_body(float* acc, int64_t lda, const T* v, int64_t vstride, const float* w, int ldw,
+                                   int nk, const T* pf) {
     V a[G][NV];
     for (int g = 0; g < G; ++g)
       for (int u = 0; u < NV; ++u) a[g][u] = S::load(acc + g * lda + u * W);
     for (int j = 0; j < nk; ++j) {
       V wj[G];
+#pragma GCC unroll 16
       for (int g = 0; g < G; ++g) wj[g] = S::set1(w[g * ldw + j]);
+#pragma GCC unroll 16
       for (int u = 0; u < NV; ++u) {
         const V x = L::load(v + j * vstride + u * W);
+#pragma GCC unroll 16
         for (int g = 0; g < G; ++g) a[g][u] = S::fma(wj[g], x, a[g][u]);
       }
+      if constexpr (kPf) prefetch_span<NV * W * int(sizeof(T))>(pf + j * vstride);
     }
     for (int g = 0; g < G; ++g)
       for (int u = 0; u < NV; ++u) S::store(acc + g * lda + u * W, a[g][u]);
   }
   template <int G>
   static inline void pv_group_row(float* acc, int64_t lda, const T* v, int64_t vstride, const float* w, int ldw,
-                                  int nk, int D) {
+                                  int nk, int D, const T* pf = nullptr) {
     // G·NV sums next to G weights and one V vector: half the register file (AVX-512's 32:
     // 16 / G; AVX2's 16: 8 / G — 16 / G spilled the sums, llama-1b-like's 32/8 × 64 layer
     // at 528 f16 keys took 0.29 ms on one Zen 1 core).
@@ -218,12 +260,12 @@ struct AttnDecode {
     while (d + W <= D) {
       const int nv = std::min(kMaxNV, (D - d) / W);
       if constexpr (kMaxNV >= 8)
-        if (nv >= 8) { pv_group<G, kMaxNV >= 8 ? 8 : 1>(acc + d, lda, v + d, vstride, w, ldw, nk); d += 8 * W; continue; }
+        if (nv >= 8) { pv_group<G, kMaxNV >= 8 ? 8 : 1>(acc + d, lda, v + d, vstride, w, ldw, nk, pf ? pf + d : nullptr); d += 8 * W; continue; }
       if constexpr (kMaxNV >= 4)
-        if (nv >= 4) { pv_group<G, kMaxNV >= 4 ? 4 : 1>(acc + d, lda, v + d, vstride, w, ldw, nk); d += 4 * W; continue; }
+        if (nv >= 4) { pv_group<G, kMaxNV >= 4 ? 4 : 1>(acc + d, lda, v + d, vstride, w, ldw, nk, pf ? pf + d : nullptr); d += 4 * W; continue; }
       if constexpr (kMaxNV >= 2)
-        if (nv >= 2) { pv_group<G, kMaxNV >= 2 ? 2 : 1>(acc + d, lda, v + d, vstride, w, ldw, nk); d += 2 * W; continue; }
-      pv_group<G, 1>(acc + d, lda, v + d, vstride, w, ldw, nk);
+        if (nv >= 2) { pv_group<G, kMaxNV >= 2 ? 2 : 1>(acc + d, lda, v + d, vstride, w, ldw, nk, pf ? pf + d : nullptr); d += 2 * W; continue; }
+      pv_group<G, 1>(acc + d, lda, v + d, vstride, w, ldw, nk, pf ? pf + d : nullptr);
       d += W;
     }
     for (int g = 0; g < G; ++g)
@@ -294,13 +336,14 @@ struct AttnDecode {
             const T* kr = p.k.at<T>(b, kb + j, hk);
             if (!tiled && kb + j + kPrefetchAhead + W <= kstop)
               prefetch_rows<W>(kr + kPrefetchAhead * p.k.st, p.k.st, D);
-            if (tiled && j == jt && kb + jt + kKvTileRows < kstop) prefetch_next_tile(kr, p.k.stile, D);
+            const T* pf = nullptr;
+            if (tiled && kb + jt + kKvTileRows < kstop) pf = kr + p.k.stile;
             float* out = sc + size_t(r0) * KT + j;
             switch (G) {
-              case 2: scores_group<2>(qs, Dp, kr, p.k.st, D, out, KT); break;
-              case 4: scores_group<4>(qs, Dp, kr, p.k.st, D, out, KT); break;
-              case 8: scores_group<8>(qs, Dp, kr, p.k.st, D, out, KT); break;
-              default: scores_group<W>(qs, Dp, kr, p.k.st, D, out, KT); break;  // G == W
+              case 2: scores_group<2>(qs, Dp, kr, p.k.st, D, out, KT, pf); break;
+              case 4: scores_group<4>(qs, Dp, kr, p.k.st, D, out, KT, pf); break;
+              case 8: scores_group<8>(qs, Dp, kr, p.k.st, D, out, KT, pf); break;
+              default: scores_group<W>(qs, Dp, kr, p.k.st, D, out, KT, pf); break;  // G == W
             }
           }
         });
@@ -311,18 +354,21 @@ struct AttnDecode {
             const T* kr = p.k.at<T>(b, kb + j, hk);
             if (!tiled && g == 0 && kb + j + kPrefetchAhead + W <= kstop)  // once per KV head
               prefetch_rows<W>(kr + kPrefetchAhead * p.k.st, p.k.st, D);
-            if (tiled && g == 0 && j == jt && kb + jt + kKvTileRows < kstop) prefetch_next_tile(kr, p.k.stile, D);
+            const T* pf = nullptr;
+            if (tiled && g == 0 && kb + jt + kKvTileRows < kstop) pf = kr + p.k.stile;
             V acc[W];
             for (int i = 0; i < W; ++i) acc[i] = S::zero();
             if (D <= kRowMajorD && D % W == 0) {
               switch (D / W) {
-                case 1: scores_rows<1>(qs, kr, p.k.st, acc); break;
-                case 2: scores_rows<2>(qs, kr, p.k.st, acc); break;
-                case 3: scores_rows<3>(qs, kr, p.k.st, acc); break;
-                default: scores_rows<4>(qs, kr, p.k.st, acc); break;
+                case 1: scores_rows<1>(qs, kr, p.k.st, acc, pf); break;
+                case 2: scores_rows<2>(qs, kr, p.k.st, acc, pf); break;
+                case 3: scores_rows<3>(qs, kr, p.k.st, acc, pf); break;
+                default: scores_rows<4>(qs, kr, p.k.st, acc, pf); break;
               }
             } else {
               for (int d = 0; d < D; d += W) {
+                if (pf && d * int(sizeof(T)) % 64 == 0)  // the next tile's lines holding features d.. of each row
+                  for (int i = 0; i < W; ++i) __builtin_prefetch(pf + i * p.k.st + d, 0, 3);
                 const V q = S::loada(qs + d);
                 for (int i = 0; i < W; ++i) acc[i] = S::fma(q, L::load(kr + i * p.k.st + d), acc[i]);
               }
@@ -394,35 +440,38 @@ struct AttnDecode {
           const T* vr = p.v.at<T>(b, kb + j0, hk);
           if (!tiled && kb + j0 + kPrefetchAhead + kPvGroup <= kstop)
             prefetch_rows<kPvGroup>(vr + kPrefetchAhead * p.v.st, p.v.st, D);
-          if (tiled && kb + j0 + kKvTileRows < kstop) prefetch_next_tile(vr, p.v.stile, D);
+          const T* pf = nullptr;
+          if (tiled && kb + j0 + kKvTileRows < kstop) pf = vr + p.v.stile;
           const float* w = sc + size_t(r0) * KT + j0;
           float* acc = part + r0 * P + kPartAcc;
           switch (G) {
-            case 2: pv_group_row<2>(acc, P, vr, p.v.st, w, KT, nj, D); break;
-            case 4: pv_group_row<4>(acc, P, vr, p.v.st, w, KT, nj, D); break;
-            case 8: pv_group_row<8>(acc, P, vr, p.v.st, w, KT, nj, D); break;
-            default: pv_group_row<W>(acc, P, vr, p.v.st, w, KT, nj, D); break;
+            case 2: pv_group_row<2>(acc, P, vr, p.v.st, w, KT, nj, D, pf); break;
+            case 4: pv_group_row<4>(acc, P, vr, p.v.st, w, KT, nj, D, pf); break;
+            case 8: pv_group_row<8>(acc, P, vr, p.v.st, w, KT, nj, D, pf); break;
+            default: pv_group_row<W>(acc, P, vr, p.v.st, w, KT, nj, D, pf); break;
           }
         });
         if (!grouped) each_row([&](int r, int, int hk, int g) {
           const T* vr = p.v.at<T>(b, kb + j0, hk);
           if (!tiled && g == 0 && kb + j0 + kPrefetchAhead + kPvGroup <= kstop)  // once per KV head
             prefetch_rows<kPvGroup>(vr + kPrefetchAhead * p.v.st, p.v.st, D);
-          if (tiled && g == 0 && kb + j0 + kKvTileRows < kstop) prefetch_next_tile(vr, p.v.stile, D);
+          const T* pf0 = nullptr;
+          if (tiled && g == 0 && kb + j0 + kKvTileRows < kstop) pf0 = vr + p.v.stile;
           const float* w = sc + size_t(r) * KT + j0;
           float* acc = part + r * P + kPartAcc;
           int d = 0;
           while (d + W <= D) {
             const int nv = std::min(8, (D - d) / W);
+            const T* pf = pf0 ? pf0 + d : nullptr;
             switch (nv) {
-              case 8: pv<8>(acc + d, vr + d, p.v.st, w, nj); break;
-              case 7: pv<7>(acc + d, vr + d, p.v.st, w, nj); break;
-              case 6: pv<6>(acc + d, vr + d, p.v.st, w, nj); break;
-              case 5: pv<5>(acc + d, vr + d, p.v.st, w, nj); break;
-              case 4: pv<4>(acc + d, vr + d, p.v.st, w, nj); break;
-              case 3: pv<3>(acc + d, vr + d, p.v.st, w, nj); break;
-              case 2: pv<2>(acc + d, vr + d, p.v.st, w, nj); break;
-              default: pv<1>(acc + d, vr + d, p.v.st, w, nj); break;
+              case 8: pv<8>(acc + d, vr + d, p.v.st, w, nj, pf); break;
+              case 7: pv<7>(acc + d, vr + d, p.v.st, w, nj, pf); break;
+              case 6: pv<6>(acc + d, vr + d, p.v.st, w, nj, pf); break;
+              case 5: pv<5>(acc + d, vr + d, p.v.st, w, nj, pf); break;
+              case 4: pv<4>(acc + d, vr + d, p.v.st, w, nj, pf); break;
+              case 3: pv<3>(acc + d, vr + d, p.v.st, w, nj, pf); break;
+              case 2: pv<2>(acc + d, vr + d, p.v.st, w, nj, pf); break;
+              default: pv<1>(acc + d, vr + d, p.v.st, w, nj, pf); break;
             }
             d += nv * W;
           }

@@ -69,7 +69,10 @@ struct F32 {
     return xsimd::select(pos < V(static_cast<float>(bound)), V(-__builtin_inff()), x);
   }
   // out[i] = Σ lanes of acc[i], for i < W (W dot products finished at once).
-  static inline V hsum_lanes(const V* acc) {
+  // Always inlined: its callers' accumulator arrays then stay in registers (out of line,
+  // the array is passed in memory, and the decode attention's scores loop, grown past
+  // GCC's inlining limit, kept every accumulator on the stack: 2x slower).
+  __attribute__((always_inline)) static inline V hsum_lanes(const V* acc) {
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
     if constexpr (W == 16) {
       // A tree of in-lane shuffles and adds, 45 single-µop instructions (xsimd 8.1's
@@ -158,7 +161,7 @@ struct F32 {
   // 2^x for x <= 0 (the softmax range), relative error < 2e-7; x < -126 gives exactly 0
   // (so masked scores of -inf contribute nothing).
   // Cephes exp2f: 2^x = 2^n · p(f), n = round(x), f = x − n ∈ [−½, ½].
-  static inline V exp2(V x) {
+  __attribute__((always_inline)) static inline V exp2(V x) {
     const V xc = xsimd::max(x, V(-126.0f));
     const V n = xsimd::nearbyint(xc);
     const V f = xc - n;
