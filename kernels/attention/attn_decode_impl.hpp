@@ -123,7 +123,7 @@ struct AttnDecode {
   // query row in registers, the key rows read one after another, each front to back —
   // the order they lie in (a tiled cache: one run of W·D elements).
   template <int NV>
-  static inline void scores_rows(const float* qs, const T* kr, int64_t st, V* acc, const T* pf = nullptr) {
+  static inline void scores_rows(const float* qs, const T* kr, int64_t st, V* acc, const T* pf) {
     V q[NV];
     for (int u = 0; u < NV; ++u) q[u] = S::loada(qs + u * W);
 #pragma GCC unroll 16
@@ -198,10 +198,9 @@ struct AttnDecode {
   // the G·KB = W sums fit one lane-wise horizontal sum; out rows ldo apart.
   template <int G>
   static inline void scores_group(const float* qs, int Dp, const T* kr, int64_t ldk, int D, float* out, int ldo,
-                                  const T* pf = nullptr) {
+                                  const T* pf) {
     constexpr int KB = W / G;
     for (int i0 = 0; i0 < W; i0 += KB) {
-
       V acc[W];
       for (int a = 0; a < W; ++a) acc[a] = S::zero();
       for (int d = 0; d < D; d += W) {
@@ -234,6 +233,10 @@ struct AttnDecode {
     V a[G][NV];
     for (int g = 0; g < G; ++g)
       for (int u = 0; u < NV; ++u) a[g][u] = S::load(acc + g * lda + u * W);
+    // Fully unrolled, with the request after the FMAs: any loop left in this body (or the
+    // request before the FMAs) made GCC 12 keep the G·NV sums on the stack. objdump of
+    // attn_fwd_f16_avx512.cpp.o shows no FMA with an (%rsp) operand here; check it after
+    // changing this loop.
     for (int j = 0; j < nk; ++j) {
       V wj[G];
 #pragma GCC unroll 16
@@ -251,7 +254,7 @@ struct AttnDecode {
   }
   template <int G>
   static inline void pv_group_row(float* acc, int64_t lda, const T* v, int64_t vstride, const float* w, int ldw,
-                                  int nk, int D, const T* pf = nullptr) {
+                                  int nk, int D, const T* pf) {
     // G·NV sums next to G weights and one V vector: half the register file (AVX-512's 32:
     // 16 / G; AVX2's 16: 8 / G — 16 / G spilled the sums, llama-1b-like's 32/8 × 64 layer
     // at 528 f16 keys took 0.29 ms on one Zen 1 core).
@@ -318,6 +321,11 @@ struct AttnDecode {
     // this tile's are read; plain: each group asks for the rows kPrefetchAhead on.
     const bool tiled = p.k.stile != 0;
     assert(!tiled || (k0 % kKvTileRows == 0 && p.v.stile != 0));
+    // A tiled cache's row (K or V, tile stride stile) one tile on, when the chunk goes on
+    // past the tile holding key `key`; null otherwise (nothing to ask for).
+    auto next_tile = [&](const T* row, int64_t stile, int key) -> const T* {
+      return tiled && key + kKvTileRows < kstop ? row + stile : nullptr;
+    };
     for (int kb = k0; kb < kstop; kb += KT) {
       const int nk = std::min(KT, kstop - kb);
 
@@ -336,8 +344,7 @@ struct AttnDecode {
             const T* kr = p.k.at<T>(b, kb + j, hk);
             if (!tiled && kb + j + kPrefetchAhead + W <= kstop)
               prefetch_rows<W>(kr + kPrefetchAhead * p.k.st, p.k.st, D);
-            const T* pf = nullptr;
-            if (tiled && kb + jt + kKvTileRows < kstop) pf = kr + p.k.stile;
+            const T* pf = next_tile(kr, p.k.stile, kb + jt);
             float* out = sc + size_t(r0) * KT + j;
             switch (G) {
               case 2: scores_group<2>(qs, Dp, kr, p.k.st, D, out, KT, pf); break;
@@ -354,8 +361,7 @@ struct AttnDecode {
             const T* kr = p.k.at<T>(b, kb + j, hk);
             if (!tiled && g == 0 && kb + j + kPrefetchAhead + W <= kstop)  // once per KV head
               prefetch_rows<W>(kr + kPrefetchAhead * p.k.st, p.k.st, D);
-            const T* pf = nullptr;
-            if (tiled && g == 0 && kb + jt + kKvTileRows < kstop) pf = kr + p.k.stile;
+            const T* pf = g == 0 ? next_tile(kr, p.k.stile, kb + jt) : nullptr;  // once per KV head
             V acc[W];
             for (int i = 0; i < W; ++i) acc[i] = S::zero();
             if (D <= kRowMajorD && D % W == 0) {
@@ -440,8 +446,7 @@ struct AttnDecode {
           const T* vr = p.v.at<T>(b, kb + j0, hk);
           if (!tiled && kb + j0 + kPrefetchAhead + kPvGroup <= kstop)
             prefetch_rows<kPvGroup>(vr + kPrefetchAhead * p.v.st, p.v.st, D);
-          const T* pf = nullptr;
-          if (tiled && kb + j0 + kKvTileRows < kstop) pf = vr + p.v.stile;
+          const T* pf = next_tile(vr, p.v.stile, kb + j0);
           const float* w = sc + size_t(r0) * KT + j0;
           float* acc = part + r0 * P + kPartAcc;
           switch (G) {
@@ -455,8 +460,7 @@ struct AttnDecode {
           const T* vr = p.v.at<T>(b, kb + j0, hk);
           if (!tiled && g == 0 && kb + j0 + kPrefetchAhead + kPvGroup <= kstop)  // once per KV head
             prefetch_rows<kPvGroup>(vr + kPrefetchAhead * p.v.st, p.v.st, D);
-          const T* pf0 = nullptr;
-          if (tiled && g == 0 && kb + j0 + kKvTileRows < kstop) pf0 = vr + p.v.stile;
+          const T* pf0 = g == 0 ? next_tile(vr, p.v.stile, kb + j0) : nullptr;  // once per KV head
           const float* w = sc + size_t(r) * KT + j0;
           float* acc = part + r * P + kPartAcc;
           int d = 0;
