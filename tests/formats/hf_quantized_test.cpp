@@ -107,7 +107,9 @@ void expect_exact(const Layer& l, const HfQuantConfig& cfg, DType want, const st
   for (int j = 0; j < l.K && v.perm; ++j) {
     ASSERT_TRUE(v.perm[j] >= 0 && v.perm[j] < l.K && !seen[size_t(v.perm[j])]) << what << ": perm[" << j << "]";
     seen[size_t(v.perm[j])] = 1;
-    if (j) ASSERT_LE(l.group[v.perm[j - 1]], l.group[v.perm[j]]) << what << ": sorted by group";
+    if (j) {
+      ASSERT_LE(l.group[v.perm[j - 1]], l.group[v.perm[j]]) << what << ": sorted by group";
+    }
   }
   for (int n = 0; n < l.N; ++n)
     for (int j = 0; j < l.K; ++j) {
