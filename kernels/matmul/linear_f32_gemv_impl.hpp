@@ -28,7 +28,7 @@ namespace {
 // normal replacement), except on Intel, which does not keep such a line in its L3 — a
 // matrix the L3 could hold came from DRAM on every call (the Q4_1/Q5_1 offsets' small
 // f32 products in decode, graph/projection_offsets.cpp: 17 MB a token of llama-134m;
-// quant.hpp's cpu_half_rows_nontemporal measured the same for 16-bit rows). There: into
+// quant.hpp's cpu_decode_nontemporal measured the same for 16-bit rows). There: into
 // every level (prefetcht0).
 inline void prefetch_row(const float* p, bool nt) {
   if (nt)

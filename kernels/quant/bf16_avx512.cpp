@@ -1,6 +1,6 @@
 // BF16 products on avx512: AVX512-BF16 vdpbf16ps multiplies 32 bf16 pairs into 16 fp32
 // sums per instruction; the tail is a masked load (zeros add nothing).
-// How the rows are asked for ahead depends on the host (cpu_half_rows_nontemporal(), quant.hpp):
+// How the rows are asked for ahead depends on the host (cpu_decode_nontemporal(), quant.hpp):
 // - Zen 5 (AMD family 1Ah): one non-temporal request a line 8 KiB ahead. 2026-12-03,
 //   `headwise bench llama-134m-bf16.gguf --threads 2 --prompt-len 512 --gen-len 128
 //   --kv-type f16`, 4 alternating env-switched rounds: 217-259 tok/s against ahead()'s
@@ -22,8 +22,6 @@
 namespace headwise::kernels::quant {
 namespace {
 inline __m512bh as_bh(__m512i v) { return reinterpret_cast<__m512bh&>(v); }
-// How far ahead the non-temporal request asks (the peak probe's read loop's distance).
-constexpr int kNtaBytes = 8192;
 template <bool kNonTemporal>
 float dot_bf16(const uint8_t* w, const uint8_t* xa, int64_t K) {
   const auto* h = reinterpret_cast<const uint16_t*>(w);
@@ -32,8 +30,8 @@ float dot_bf16(const uint8_t* w, const uint8_t* xa, int64_t K) {
   int64_t k = 0;
   for (; k + 64 <= K; k += 64) {
     if constexpr (kNonTemporal) {
-      _mm_prefetch(reinterpret_cast<const char*>(h + k) + kNtaBytes, _MM_HINT_NTA);
-      _mm_prefetch(reinterpret_cast<const char*>(h + k + 32) + kNtaBytes, _MM_HINT_NTA);
+      ahead_nta(h + k);  // dot_x86.hpp: 8 KiB ahead
+      ahead_nta(h + k + 32);
     } else {
       ahead(h + k);
       ahead(h + k + 32);
@@ -51,7 +49,7 @@ float dot_bf16(const uint8_t* w, const uint8_t* xa, int64_t K) {
 
 void gemv_bf16__avx512(const void* w, size_t rb, int64_t n0, int64_t n1, const void* xa, size_t ab,
                        int M, int64_t K, float* y, int64_t ldy) {
-  if (cpu_half_rows_nontemporal(Isa::avx512))
+  if (cpu_decode_nontemporal(Isa::avx512))
     gemv_rows<dot_bf16<true>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);
   else
     gemv_rows<dot_bf16<false>>(w, rb, n0, n1, xa, ab, M, K, y, ldy);

@@ -80,6 +80,24 @@ inline void ahead(const void* p) {
 // (far requests alone: projections 1342-1410 against 1091-1365 ms) and keep ahead(), as
 // do BF16 rows (far alone: projections 645-784 ms in 3 rounds against ahead()'s 649-694).
 inline void ahead_far(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kFarBytes, _MM_HINT_T1); }
+// One non-temporal request a line 8 KiB ahead (the peak probe's read loop): in decode
+// (one input row) on hosts where quant::cpu_decode_nontemporal(avx512) holds (AMD, not
+// Zen 4), in place of ahead_far for the K-quant 16-row panels (panel_k_x86.hpp's V16Nta),
+// and of ahead() for BF16 rows (bf16_avx512.cpp). Session 34, Zen 5 host, 2 threads,
+// alternating env-switched rounds (read bandwidth drifting 30-78 GB/s): quant_bench
+// decode_stream Q4_K 62-69 -> 71 GB/s and Q6_K 53-56 -> 62-66 (3 rounds; in 4 more, Q6_K
+// faster in 3, Q4_K in 2), Q3_K and IQ4_XS faster in 3 of 4, Q2_K level; `headwise bench
+// --synthetic llama-1b-like --weights q4_k_m --prompt-len 512 --kv-type f16`: 45-71
+// tok/s against 44-69, higher in 4 of 9 rounds, within 2% in 4, lower in 1; llama-134m
+// 350-482 against 371-452, higher in 4 of 8, lower in 3 (as a share of the bandwidth
+// measured beside it, higher in 6 of 8): a small gain at most, beside this host's drift. The
+// Q8_0/Q4_0 zmm pairs keep ahead_far: Q4_0's decode_stream measured the other way (46-52
+// against 47-53 GB/s, 4 rounds; 30-40 against 37-48 in 5 more), and Q8_0's, faster
+// (28-34 -> 30-44 GB/s, 9 rounds), was not in the model (llama-134m Q8_0 275-309 against
+// 270-334 tok/s, 4 rounds; llama-1b-like 33-41 against 39-47, 3). Non-temporal 16 KiB
+// ahead was between the two, 8 KiB into L2 slower than both, no request far slower.
+constexpr int kNtaBytes = 8192;
+inline void ahead_nta(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kNtaBytes, _MM_HINT_NTA); }
 
 // An input row as int8 blocks (ActKind::q8a), exactly as prepare_activations rounds it
 // (act.cpp: d = amax / 127, q = round-to-even(x / d) clamped to ±127, which equals the

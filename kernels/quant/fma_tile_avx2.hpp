@@ -20,7 +20,7 @@ namespace {
 // out[a][0..1] = Σ_{k < nk} x[a][k] · group k, for RA input rows (g: the first group).
 // One row (decode): two k per step in two sets of sums (the FMA latency), and a prefetch
 // 8 KiB ahead (kStream): non-temporal (kStreamNonTemporal) on AMD, into L1
-// (kStreamCached) elsewhere (quant::cpu_half_rows_nontemporal says why). The sums are locals until the end:
+// (kStreamCached) elsewhere (quant::cpu_decode_nontemporal says why). The sums are locals until the end:
 // __m256 may alias the float inputs, so sums kept in the caller's array were stored back
 // after every FMA (7 → 17 → 32 GFLOP/s on one Zen 1 core, BF16 128 rows of 2048²).
 enum StreamKind { kNoStream, kStreamNonTemporal, kStreamCached };

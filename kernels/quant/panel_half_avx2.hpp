@@ -26,7 +26,7 @@
 // 8 KiB, stays in L1 for the chunk's tiles; the chunk's inputs, 96 KiB, in L2), each
 // tile's sums added to y per K block; decode (≤ kGemvRows rows) takes the whole K in one
 // pass with a prefetch 8 KiB ahead: non-temporal on AMD (Zen 1/3, where it was chosen),
-// into L1 elsewhere (quant::cpu_half_rows_nontemporal: on an Intel Xeon the non-temporal
+// into L1 elsewhere (quant::cpu_decode_nontemporal: on an Intel Xeon the non-temporal
 // lines skipped its L3, llama-134m BF16 decode 54-56 against 107-109 tok/s).
 // Include only from a *_avx2.cpp file.
 #pragma once
@@ -114,7 +114,7 @@ struct HalfPanelLinear {
     for (int r = 0; r < RA; ++r) xr[r] = x + (m + r) * ldx + k0;
     __m256 acc[RA][2];
     if (!stream) fma_tile<H, RA, kNoStream>(g, nk, xr, acc);
-    else if (cpu_half_rows_nontemporal(Isa::avx2)) fma_tile<H, RA, kStreamNonTemporal>(g, nk, xr, acc);
+    else if (cpu_decode_nontemporal(Isa::avx2)) fma_tile<H, RA, kStreamNonTemporal>(g, nk, xr, acc);
     else fma_tile<H, RA, kStreamCached>(g, nk, xr, acc);
     const int64_t n = p * kHalfPanelRows;
     fma_store<H, RA>(acc, y + m * ldy + n, ldy, int(std::min<int64_t>(kHalfPanelRows, w.N - n)), add);

@@ -38,8 +38,9 @@
 // avx2 entries read 8-row panels one per ymm (V8). On AVX-512, Q5_K takes two 8-row
 // panels per zmm (V16x2: two loads and an insert per vector, two streams through memory),
 // Q4_K (since session 19, below) and Q6_K one 16-row panel per zmm (V16Far: one load, and
-// only the far prefetch: dot_x86.hpp's ahead_far). Measured on the Zen 4 this was written
-// on (AVX-512 at the 256-bit rate), zmm pairs against one panel per ymm: single thread,
+// only the far prefetch: dot_x86.hpp's ahead_far; in decode where quant::cpu_decode_nontemporal
+// holds, V16Nta's non-temporal one instead). Measured on the Zen 4 this was written on
+// (AVX-512 at the 256-bit rate), zmm pairs against one panel per ymm: single thread,
 // K 2048 × N 2048 × 128 rows, Q4_K 4.6 → 2.9 ms, ~370 GOP/s of ~850 int8 peak; Q6_K
 // 5.2 → 3.5 ms; decode 1.15-1.2× faster; RA = 6 no faster. On the Zen 5 host since
 // (full-width AVX-512; 2 threads, the 768 × 32000 classifier shape, 6 copies so each
@@ -96,6 +97,13 @@ inline void ahead_bytes(const uint8_t* p, int n) {
 inline void ahead_far_bytes(const uint8_t* p, int n) {
   for (int i = 0; i < n; i += 64) ahead_far(p + i);
 }
+
+// The vector decode takes in place of V where quant::cpu_decode_nontemporal(avx512)
+// holds: V16Nta for V16Far (below), else V itself.
+template <class V>
+struct NtaOf {
+  using T = V;
+};
 
 // The vector operations of the tiles, one output row per 32-bit lane: V8 (one 8-row
 // panel in a ymm; AVX2, or AVX-512VL with dot D), V16x2 (two 8-row panels side by side in
@@ -245,6 +253,17 @@ struct V16Far : V16Ops {
   static I u8(const uint8_t* p, int64_t, int o) { return _mm512_cvtepu8_epi32(load_16(p + o)); }
   static I s8(const uint8_t* p, int64_t, int o) { return _mm512_cvtepi8_epi32(load_16(p + o)); }
   static void ahead_span(const uint8_t* p, int64_t, int o, int n) { ahead_far_bytes(p + o, n); }
+};
+// The same panels asked for non-temporally (dot_x86.hpp's ahead_nta, which has the
+// figures): decode on hosts where quant::cpu_decode_nontemporal(avx512) holds.
+struct V16Nta : V16Far {
+  static void ahead_span(const uint8_t* p, int64_t, int o, int n) {
+    for (int i = 0; i < n; i += 64) ahead_nta(p + o + i);
+  }
+};
+template <>
+struct NtaOf<V16Far> {
+  using T = V16Nta;
 };
 #endif
 
@@ -822,6 +841,12 @@ struct PanelQ3K {
   }
 };
 
+// A vector type V passed as a value (to a generic lambda).
+template <class V>
+struct VecTag {
+  using type = V;
+};
+
 // The registry entry of panel type P: tiles of one vector V (V8: a panel; V16x2: two
 // 8-row panels; V16Far: a 16-row panel) × RA input rows in prefill, × 1 in decode; V1
 // (V8<D>) for a last 8-row panel left alone by V16x2.
@@ -919,17 +944,25 @@ struct PanelKLinear {
       const auto* blocks = reinterpret_cast<const BlockQ8A*>(xa + r * ab);
       for (int b = 0; b < w.K / kQK; ++b) P::aux(blocks[b], xx + r * xb + b * kAux);
     };
-    auto share = [&](int t, int n) {
+    // tag: a VecTag naming the vector of the whole units (V, or in decode NtaOf<V>'s).
+    auto share_with = [&](auto tag, int t, int n) {
+      using VM = typename decltype(tag)::type;
       const int64_t u0 = nu * t / n, u1 = nu * (t + 1) / n;
       for (int m0 = 0; m0 < rows; m0 += kChunkRows) {
         const int m1 = std::min(rows, m0 + kChunkRows);
         for (int64_t u = u0; u < u1; ++u) {
           const int64_t pn = u * kUnit;
-          if (pn + kUnit <= np) rows_of<V>(w, pn, xa, xx, m0, m1, bias, y, ldy);
+          if (pn + kUnit <= np) rows_of<VM>(w, pn, xa, xx, m0, m1, bias, y, ldy);
           else
             for (int64_t q = pn; q < np; ++q) rows_of<V1>(w, q, xa, xx, m0, m1, bias, y, ldy);
         }
       }
+    };
+    using VN = typename NtaOf<V>::T;
+    const bool nta = !std::is_same_v<VN, V> && rows == 1 && cpu_decode_nontemporal(Isa::avx512);
+    auto share = [&](int t, int n) {
+      if (nta) share_with(VecTag<VN>{}, t, n);
+      else share_with(VecTag<V>{}, t, n);
     };
     prepare_then_share(rows, nt, prepare, share);
   }

@@ -102,12 +102,12 @@ std::atomic<int> bf16_dot_slow_override{-1};
 // AMD only (quant.hpp says why), and on avx512 not family 19h: Zen 4, which executes
 // each 512-bit operation as two 256-bit halves (Zen 3, also 19h, has no AVX-512; Zen 5
 // is family 1Ah).
-bool detect_half_rows_nontemporal(Isa isa) {
+bool detect_decode_nontemporal(Isa isa) {
   unsigned family, model;
   return amd_family_model(&family, &model) && (isa != Isa::avx512 || family != 0x19);
 }
 
-std::atomic<int> half_rows_nontemporal_override{-1};
+std::atomic<int> decode_nontemporal_override{-1};
 
 }  // namespace
 
@@ -177,14 +177,14 @@ bool cpu_bf16_dot_slow() {
 
 void set_bf16_dot_slow_override(int v) { bf16_dot_slow_override.store(v < 0 ? -1 : v != 0); }
 
-bool cpu_half_rows_nontemporal(Isa isa) {
-  static const bool on_avx512 = detect_half_rows_nontemporal(Isa::avx512);
-  static const bool on_avx2 = detect_half_rows_nontemporal(Isa::avx2);
-  const int o = half_rows_nontemporal_override.load(std::memory_order_relaxed);
+bool cpu_decode_nontemporal(Isa isa) {
+  static const bool on_avx512 = detect_decode_nontemporal(Isa::avx512);
+  static const bool on_avx2 = detect_decode_nontemporal(Isa::avx2);
+  const int o = decode_nontemporal_override.load(std::memory_order_relaxed);
   return o < 0 ? (isa == Isa::avx512 ? on_avx512 : on_avx2) : o != 0;
 }
 
-void set_half_rows_nontemporal_override(int v) { half_rows_nontemporal_override.store(v < 0 ? -1 : v != 0); }
+void set_decode_nontemporal_override(int v) { decode_nontemporal_override.store(v < 0 ? -1 : v != 0); }
 
 GemvFn gemv_kernel(WType t, Isa isa) {
   if (isa == Isa::avx512 && !cpu_has_avx512_vnni_bf16()) isa = Isa::avx2;

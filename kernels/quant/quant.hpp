@@ -142,18 +142,20 @@ bool cpu_int8_multiply_slow();
 // is sized or running (scratch_bytes and run must see the same answer).
 void set_int8_multiply_slow_override(int v);
 
-// Whether the 16-bit decode rows (BF16 on avx512, BF16/F16 panels on avx2) are asked
-// for ahead with one non-temporal request a line (true) or into the caches (false:
-// dot_x86.hpp's ahead() on avx512, an L1 request 8 KiB ahead on avx2). Non-temporal only
+// Whether decode's weight streams are asked for ahead with one non-temporal request a
+// line (true) or into the caches (false). The 16-bit rows (BF16 on avx512, BF16/F16
+// panels on avx2): else dot_x86.hpp's ahead() on avx512, an L1 request 8 KiB ahead on
+// avx2. On avx512 also the K-quant 16-row panels (panel_k_x86.hpp's V16Nta, else V16Far:
+// ahead()'s far request alone; dot_x86.hpp's ahead_nta has the figures). Non-temporal only
 // on AMD, where it measured faster: Zen 5's AVX-512 and the avx2 panels on Zen 1 and 3 —
 // not Zen 4's avx512 (family 19h, which runs 512-bit operations as two halves), where
 // ahead() won. On Intel a non-temporal line is not kept in the L3, so a model the L3
 // could hold is read from DRAM every token: session 23's Xeon (480 MiB of L3), llama-134m
 // BF16 decode 41-42 -> 121-128 tok/s on avx512, 54-56 -> 107-109 on avx2 (bf16_avx512.cpp
 // has the figures). Asked on every such decode call, answered from one cpuid.
-bool cpu_half_rows_nontemporal(Isa isa);
+bool cpu_decode_nontemporal(Isa isa);
 // Tests: 1 or 0 forces the answer for every ISA, -1 restores detection.
-void set_half_rows_nontemporal_override(int v);
+void set_decode_nontemporal_override(int v);
 
 // True on an Intel CPU (cpuid's vendor string), whose caches do not keep a line asked for
 // with prefetchnta in the L3 (kernels/matmul/linear_f32_gemv_impl.hpp, prefetch_row).

@@ -68,20 +68,21 @@ void check_quant_linear_kernel(const LinearKernel& lk) {
     }
     // Q8_0 on avx2 takes its fp32 prefill only where the CPU's integer multiply is slow
     // (quant::cpu_int8_multiply_slow): both paths, whatever this CPU is.
-    // BF16 (and F16 on avx2) decode rows are asked for ahead non-temporally on AMD and
-    // into the caches elsewhere (quant::cpu_half_rows_nontemporal): both, too.
+    // Decode's weights are asked for ahead non-temporally on AMD but Zen 4 and into the
+    // caches elsewhere (quant::cpu_decode_nontemporal: BF16 and F16 rows on avx2; on
+    // avx512 BF16 rows and the K-quant 16-row panels): both, too, on every avx512 kernel.
     const bool both_prefills = lk.type == WeightType::q8_0 && lk.isa == Isa::avx2;
-    const bool both_prefetches = (lk.type == WeightType::bf16 && lk.isa == Isa::avx512) ||
-                                 ((lk.type == WeightType::bf16 || lk.type == WeightType::f16) && lk.isa == Isa::avx2);
+    const bool both_prefetches =
+        lk.isa == Isa::avx512 || ((lk.type == WeightType::bf16 || lk.type == WeightType::f16) && lk.isa == Isa::avx2);
     struct Restore {
       ~Restore() {
         quant::set_int8_multiply_slow_override(-1);
-        quant::set_half_rows_nontemporal_override(-1);
+        quant::set_decode_nontemporal_override(-1);
       }
     } restore;
     for (int slow = 0; slow <= (both_prefills || both_prefetches ? 1 : 0); ++slow) {
       if (both_prefills) quant::set_int8_multiply_slow_override(slow);
-      if (both_prefetches) quant::set_half_rows_nontemporal_override(slow);
+      if (both_prefetches) quant::set_decode_nontemporal_override(slow);
       // 101: more than one chunk of the prefill loops (64 or 96 rows)
       for (int rows : {1, 2, 3, 4, 5, 8, 17, 70, 101})
         for (int threads : {1, 2}) {
