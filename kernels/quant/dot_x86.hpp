@@ -83,7 +83,7 @@ inline void ahead_far(const void* p) { _mm_prefetch(static_cast<const char*>(p) 
 // One non-temporal request a line 8 KiB ahead (the peak probe's read loop): in decode
 // (one input row) on hosts where quant::cpu_decode_nontemporal(avx512) holds (AMD, not
 // Zen 4), in place of ahead_far for the K-quant 16-row panels (panel_k_x86.hpp's V16Nta),
-// and of ahead() for BF16 rows (bf16_avx512.cpp). Session 34, Zen 5 host, 2 threads,
+// and of ahead() for BF16 rows (bf16_avx512.cpp). Session 35, Zen 5 host, 2 threads,
 // alternating env-switched rounds (read bandwidth drifting 30-78 GB/s): quant_bench
 // decode_stream Q4_K 62-69 -> 71 GB/s and Q6_K 53-56 -> 62-66 (3 rounds; in 4 more, Q6_K
 // faster in 3, Q4_K in 2), Q3_K and IQ4_XS faster in 3 of 4, Q2_K level; `headwise bench
