@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/quant/dot_x86.hpp"
+
 namespace headwise::kernels::quant {
 namespace {
 
@@ -26,8 +28,8 @@ namespace {
 enum StreamKind { kNoStream, kStreamNonTemporal, kStreamCached };
 template <int kStream>
 inline void stream_ahead(const uint8_t* q) {
-  if constexpr (kStream == kStreamNonTemporal) _mm_prefetch(reinterpret_cast<const char*>(q) + 8192, _MM_HINT_NTA);
-  if constexpr (kStream == kStreamCached) _mm_prefetch(reinterpret_cast<const char*>(q) + 8192, _MM_HINT_T0);
+  if constexpr (kStream == kStreamNonTemporal) ahead_nta(q);  // dot_x86.hpp: 8 KiB ahead
+  if constexpr (kStream == kStreamCached) _mm_prefetch(reinterpret_cast<const char*>(q) + kNtaBytes, _MM_HINT_T0);
 }
 template <class H, int RA, int kStream>
 inline void fma_tile(const uint8_t* g, int64_t nk, const float* const* x, __m256 (*out)[2]) {
