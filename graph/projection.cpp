@@ -9,6 +9,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "graph/omp_rows.hpp"
 #include "graph/onednn_context.hpp"
 #include "graph/weight_arena.hpp"
 #include "graph/weights.hpp"
@@ -467,9 +468,9 @@ const float* Projection::gather(const float* x, int64_t ldx, int M, int threads,
   auto* xp = static_cast<float*>(scratch);
   const int32_t* perm = in_perm_.data();
   // (a decode step's row is a few thousand loads from L1: no parallel region for it)
-#pragma omp parallel for num_threads(threads) schedule(static) if (M >= 16 && threads > 1)
-  for (int r = 0; r < M; ++r)
+  for_rows(M, threads, M >= 16, [&](int r) {
     for (int k = 0; k < K_; ++k) xp[size_t(r) * K_ + k] = x[r * ldx + perm[k]];
+  });
   return xp;
 }
 

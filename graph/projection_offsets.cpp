@@ -11,6 +11,7 @@
 #include <new>
 #include <vector>
 
+#include "graph/omp_rows.hpp"
 #include "graph/projection.hpp"
 #include "graph/weights.hpp"
 #include "kernels/quant/blocks.hpp"
@@ -85,8 +86,7 @@ namespace {
 // their sum. fp32 rounding of 32 terms: ~2⁻²⁴·32·Σ|x|, far below the int8 rounding of
 // the inputs of the weights' own product.
 void block_sums(const float* x, int64_t ldx, int rows, int kb, float* s, int threads, bool split) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (split)
-  for (int r = 0; r < rows; ++r) {
+  for_rows(rows, threads, split, [&](int r) {
     const float* xr = x + r * ldx;
     for (int b = 0; b < kb; ++b) {
       const float* xb = xr + b * q::kLoadOnlyBlock;
@@ -94,7 +94,7 @@ void block_sums(const float* x, int64_t ldx, int rows, int kb, float* s, int thr
       for (int i = 0; i < 8; ++i) acc[i] = xb[i] + xb[8 + i] + xb[16 + i] + xb[24 + i];
       s[size_t(r) * kb + b] = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
     }
-  }
+  });
 }
 }  // namespace
 

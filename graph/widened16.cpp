@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graph/omp_rows.hpp"
 #include "graph/onednn_context.hpp"
 #include "kernels/convert/kv_convert.hpp"
 #include "kernels/dispatch.hpp"
@@ -316,15 +317,14 @@ struct Widened16::Impl {
         // the chunk's columns into y (and the bias): oneDNN 2.6 runs a strided dst on gemm:jit, slower
         const float* b = bias.empty() ? nullptr : bias.data() + n0;
         const int cols = c.cols;
-#pragma omp parallel for num_threads(threads) schedule(static) if (rows * cols >= 8192)
-        for (int r = 0; r < rows; ++r) {
+        for_rows(rows, threads, rows * cols >= 8192, [&](int r) {
           float* yr = y + size_t(r0 + r) * ldy + n0;
           const float* dr = dbuf + size_t(r) * cols;
           if (b)
             for (int j = 0; j < cols; ++j) yr[j] = dr[j] + b[j];
           else
             std::memcpy(yr, dr, size_t(cols) * sizeof(float));
-        }
+        });
         r0 += rows;
       }
     }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "graph/omp_rows.hpp"
 #include "graph/team.hpp"
 #include "graph/weights.hpp"
 #include "kernels/convert/kv_convert.hpp"
@@ -74,10 +75,10 @@ class Run {
         const View y = at(n.out[0]);
         const size_t rb = graph::dtype_row_bytes(n.wq_type, n.w_cols);
         const bool split = th > 1 && int64_t(M) * n.w_cols >= kMinSplitFloats;
-#pragma omp parallel for num_threads(th) schedule(static) if (split)
-        for (int r = 0; r < M; ++r)
+        graph::for_rows(M, th, split, [&](int r) {
           graph::to_f32(n.wq_type, static_cast<const uint8_t*>(n.wq) + size_t(s_.tokens[r]) * rb, size_t(n.w_cols),
                         y.p + size_t(r) * y.stride);
+        });
         return Status::Ok();
       }
       case OpKind::pos_embedding: {
@@ -331,13 +332,13 @@ class Run {
       // 2-core Xeon VM). Few rows (decode, a batched step's sequences) stay on the caller.
       const int pieces = kv.layout.stile ? n.kv_heads : 1, len = kv.layout.stile ? D : kvw;
       const bool split = threads > 1 && int64_t(sq.rows) * kvw >= kMinSplitFloats;
-#pragma omp parallel for num_threads(threads) schedule(static) if (split)
-      for (int r = 0; r < sq.rows; ++r)
+      graph::for_rows(sq.rows, threads, split, [&](int r) {
         for (int h = 0; h < pieces; ++h) {
           const size_t off = size_t(kv.offset(sq.pos0 + r, h)) * eb;
           kernels::store_kv(kv_, kt, k.p + (sq.row0 + r) * k.stride + h * D, kv.k + off, len);
           kernels::store_kv(kv_, kt, v.p + (sq.row0 + r) * v.stride + h * D, kv.v + off, len);
         }
+      });
     }
     // The graph checked the shapes when it was built; the plan chose the kernel.
     kernels::AttnProblem p;
