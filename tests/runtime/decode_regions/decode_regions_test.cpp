@@ -78,7 +78,8 @@ TEST(DecodeRegions, ADecodeStepStartsNoOpenMpRegion) {
     ASSERT_TRUE(st.ok()) << st.message();
     for (KvType kv : {KvType::f32, KvType::f16, KvType::bf16}) {
       const Counts c = count_regions(m, kv, threads);
-      const std::string what = std::string("weights ") + (*mix ? mix : "f32") + " (" + (types.empty() ? "f32" : types) + "), kv " + kv_type_name(kv) + ", " +
+      const std::string what = std::string("weights ") + (*mix ? mix : "f32") + " (" +
+                               (types.empty() ? "f32" : types) + "), kv " + kv_type_name(kv) + ", " +
                                std::to_string(threads) + " thread(s)";
       if (threads > 1) {
         EXPECT_GT(c.prefill, 0) << what << ": a 24-row prefill starts OpenMP regions (the wrapper counts)";
