@@ -83,6 +83,16 @@ struct LinearKernelImpl {
   // makes of those rows (kernels/matmul/gemm_bf16_amx.hpp; columns past n1 zero) —
   // without the bf16 rows and their pack.
   void (*dequant_amx)(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* panel) = nullptr;
+  // Optional: run() in two parts, for a caller that computes many slices of one product
+  // on one thread (graph::run_projections' shares, which move slices between threads as
+  // they finish). prepare(w, x, ldx, rows, scratch) does on the calling thread what run()
+  // does to the inputs before any product, into scratch; run_prepared(w, bias, x, ldx, y,
+  // ldy, rows, threads, scratch) then computes the products on the calling thread alone
+  // (threads is ignored) as run() would, from the same x and that scratch. What prepare
+  // leaves depends on x, rows, w.K and w.Kp only: one prepare serves every slice of the
+  // weights (w.data, w.N) and every matrix of the same entry and K.
+  void (*prepare)(const PackedWeights& w, const float* x, int64_t ldx, int rows, void* scratch) = nullptr;
+  LinearRunFn run_prepared = nullptr;
 };
 
 // One registry line.

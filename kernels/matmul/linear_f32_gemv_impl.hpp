@@ -211,12 +211,8 @@ struct GemvF32 {
     }
     const BlockFn fn = pick(w.NB);
     if (w.Kp != w.K) {
-      float* xp = static_cast<float*>(scratch);
-      for (int r = 0; r < rows; ++r) {
-        std::memcpy(xp + size_t(r) * w.Kp, x + r * ldx, w.K * sizeof(float));
-        std::fill(xp + size_t(r) * w.Kp + w.K, xp + size_t(r + 1) * w.Kp, 0.0f);
-      }
-      x = xp;
+      prepare(w, x, ldx, rows, scratch);
+      x = static_cast<const float*>(scratch);
       ldx = w.Kp;
     }
     const int blocks = (w.N + w.NB - 1) / w.NB;
@@ -230,8 +226,29 @@ struct GemvF32 {
       if (b0 < b1) fn(w, bias, x, ldx, y, ldy, rows, b0 * w.NB, std::min(w.N, b1 * w.NB), nta);
     }
   }
+  // run() in two parts (LinearKernelImpl::prepare, run_prepared): the staging, then the
+  // products on the calling thread.
+  static void prepare(const PackedWeights& w, const float* x, int64_t ldx, int rows, void* scratch) {
+    if (plain(w) || w.Kp == w.K) return;
+    float* xp = static_cast<float*>(scratch);
+    for (int r = 0; r < rows; ++r) {
+      std::memcpy(xp + size_t(r) * w.Kp, x + r * ldx, w.K * sizeof(float));
+      std::fill(xp + size_t(r) * w.Kp + w.K, xp + size_t(r + 1) * w.Kp, 0.0f);
+    }
+  }
+  static void run_prepared(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y,
+                           int64_t ldy, int rows, int, void* scratch) {
+    const bool nta = !quant::cpu_is_intel();
+    if (plain(w)) return GemvPlain<S>::run(w, bias, x, ldx, y, ldy, rows, 0, w.N, nta);
+    if (w.Kp != w.K) {
+      x = static_cast<const float*>(scratch);
+      ldx = w.Kp;
+    }
+    pick(w.NB)(w, bias, x, ldx, y, ldy, rows, 0, w.N, nta);
+  }
   static constexpr LinearKernelImpl impl() {
-    return {"gemv_blocked", kGemvMaxRows, supports, scratch_bytes, run};
+    return {"gemv_blocked", kGemvMaxRows, supports, scratch_bytes, run, nullptr, nullptr, 0, nullptr, nullptr,
+            prepare, run_prepared};
   }
 };
 

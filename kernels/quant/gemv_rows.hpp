@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/matmul/linear.hpp"
 #include "kernels/quant/quant.hpp"
 
 namespace headwise::kernels::quant {
@@ -38,8 +39,18 @@ constexpr int kSerialPrepareRows = 2;
 // kSerialPrepareRows rows, or on one thread, the caller prepares them before the
 // threads start; more are split over the threads (then a barrier). One thread: no
 // parallel region at all.
+//
+// `steps`: all of that, or one part on the calling thread alone (the entries' prepare and
+// run_prepared, kernels/matmul/linear.hpp): every row's prepare(r), or share(0, 1) on
+// inputs an earlier prepare left in scratch.
+enum class Steps { all, prepare, products };
 template <class Prepare, class Share>
-void prepare_then_share(int rows, int nt, Prepare&& prepare, Share&& share) {
+void prepare_then_share(int rows, int nt, Prepare&& prepare, Share&& share, Steps steps = Steps::all) {
+  if (steps == Steps::prepare) {
+    for (int r = 0; r < rows; ++r) prepare(r);
+    return;
+  }
+  if (steps == Steps::products) return share(0, 1);
   const bool serial = nt == 1 || rows <= kSerialPrepareRows;
   if (serial)
     for (int r = 0; r < rows; ++r) prepare(r);
@@ -53,6 +64,24 @@ void prepare_then_share(int rows, int nt, Prepare&& prepare, Share&& share) {
     share(omp_get_thread_num(), omp_get_num_threads());
   }
 }
+
+// An entry's run(), prepare() and run_prepared() (kernels/matmul/linear.hpp) from its
+// E::steps(w, bias, x, ldx, y, ldy, rows, threads, scratch, Steps), which hands the
+// Steps to prepare_then_share.
+template <class E>
+struct StepsEntry {
+  static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y, int64_t ldy,
+                  int rows, int threads, void* scratch) {
+    E::steps(w, bias, x, ldx, y, ldy, rows, threads, scratch, Steps::all);
+  }
+  static void prepare(const PackedWeights& w, const float* x, int64_t ldx, int rows, void* scratch) {
+    E::steps(w, nullptr, x, ldx, nullptr, 0, rows, 1, scratch, Steps::prepare);
+  }
+  static void run_prepared(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y,
+                           int64_t ldy, int rows, int, void* scratch) {
+    E::steps(w, bias, x, ldx, y, ldy, rows, 1, scratch, Steps::products);
+  }
+};
 
 }  // namespace
 }  // namespace headwise::kernels::quant

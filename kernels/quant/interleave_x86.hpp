@@ -452,8 +452,9 @@ struct PanelLinear {
     repack_panels(static_cast<const uint8_t*>(w.data), size_t(w.row_bytes), w.N, blocks(w), P::kQB, P::kFlip, n0, n1,
                   static_cast<uint8_t*>(dst));
   }
-  static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y, int64_t ldy,
-                  int rows, int threads, void* scratch) {
+  // run(), prepare(), run_prepared(): StepsEntry (gemv_rows.hpp) over steps().
+  static void steps(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y, int64_t ldy,
+                    int rows, int threads, void* scratch, Steps part) {
     const auto* panels = static_cast<const uint8_t*>(w.data);
     const int64_t nb = blocks(w), N = w.N, np = (N + kPanelRows - 1) / kPanelRows;
     auto* xa = static_cast<uint8_t*>(scratch);
@@ -498,7 +499,7 @@ struct PanelLinear {
         }
       }
     };
-    prepare_then_share(rows, nt, prepare, share);
+    prepare_then_share(rows, nt, prepare, share, part);
   }
   // Panel p's weights, dequantized, into sink(p's rows, v, e0) (dot_x86.hpp's sinks): per
   // block, each quant vector's 4 bytes of 8 rows become 4 vectors of 8 rows' values
@@ -557,7 +558,9 @@ struct PanelLinear {
     }
   }
   static constexpr LinearKernelImpl impl(const char* name) {
-    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kPanelRows, dequant_bf16, dequant_amx};
+    using E = StepsEntry<PanelLinear>;
+    return {name, 0, supports, scratch_bytes, E::run, repacked_bytes, repack, kPanelRows, dequant_bf16, dequant_amx,
+            E::prepare, E::run_prepared};
   }
 };
 

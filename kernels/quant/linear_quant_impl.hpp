@@ -30,8 +30,9 @@ struct QuantLinear {
   }
   static size_t act_bytes(int K) { return (act_row_bytes(info().act, K) + 63) / 64 * 64; }
   static size_t scratch_bytes(const PackedWeights& w, int rows) { return size_t(rows) * act_bytes(w.K); }
-  static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y,
-                  int64_t ldy, int rows, int threads, void* scratch) {
+  // run(), prepare(), run_prepared(): StepsEntry (gemv_rows.hpp) over steps().
+  static void steps(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y,
+                    int64_t ldy, int rows, int threads, void* scratch, Steps part) {
     auto* xa = static_cast<uint8_t*>(scratch);
     const size_t ab = act_bytes(w.K);
     // Output rows per thread in groups of 4 (once the widest stored-row prefill tile;
@@ -50,9 +51,12 @@ struct QuantLinear {
             for (int64_t j = n0; j < n1; ++j) y[r * ldy + j] += bias[j];
       }
     };
-    prepare_then_share(rows, nt, prepare, share);
+    prepare_then_share(rows, nt, prepare, share, part);
   }
-  static constexpr LinearKernelImpl impl(const char* name) { return {name, 0, supports, scratch_bytes, run}; }
+  static constexpr LinearKernelImpl impl(const char* name) {
+    using E = StepsEntry<QuantLinear>;
+    return {name, 0, supports, scratch_bytes, E::run, nullptr, nullptr, 0, nullptr, nullptr, E::prepare, E::run_prepared};
+  }
 };
 
 }  // namespace

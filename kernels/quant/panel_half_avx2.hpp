@@ -126,8 +126,9 @@ struct HalfPanelLinear {
     if constexpr (RA > 1) rows_of<RA - 1>(w, p, x, ldx, m, ra, k0, nk, add, stream, y, ldy);
   }
 
-  static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y, int64_t ldy,
-                  int rows, int threads, void* scratch) {
+  // run(), prepare(), run_prepared(): StepsEntry (gemv_rows.hpp) over steps().
+  static void steps(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y, int64_t ldy,
+                    int rows, int threads, void* scratch, Steps part) {
     const int64_t np = panels(w), K = w.K;
     const bool rounded = H::kAct == ActKind::bf16;
     float* xs = static_cast<float*>(scratch);
@@ -160,10 +161,12 @@ struct HalfPanelLinear {
           for (int64_t j = n0; j < n1; ++j) y[r * ldy + j] += bias[j];
       }
     };
-    prepare_then_share(rows, nt, prepare, share);
+    prepare_then_share(rows, nt, prepare, share, part);
   }
   static constexpr LinearKernelImpl impl(const char* name) {
-    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kHalfPanelRows};
+    using E = StepsEntry<HalfPanelLinear>;
+    return {name, 0, supports, scratch_bytes, E::run, repacked_bytes, repack, kHalfPanelRows, nullptr, nullptr,
+            E::prepare, E::run_prepared};
   }
 };
 

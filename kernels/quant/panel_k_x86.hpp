@@ -932,8 +932,9 @@ struct PanelKLinear {
     for (; m < m1; ++m) tile<VT, 1>(w, pn, xa, xx, m, bias, y, ldy);
   }
 
-  static void run(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y,
-                  int64_t ldy, int rows, int threads, void* scratch) {
+  // run(), prepare(), run_prepared(): StepsEntry (gemv_rows.hpp) over steps().
+  static void steps(const PackedWeights& w, const float* bias, const float* x, int64_t ldx, float* y,
+                    int64_t ldy, int rows, int threads, void* scratch, Steps part) {
     auto* xa = static_cast<uint8_t*>(scratch);
     uint8_t* xx = xa + size_t(rows) * act_bytes(w.K);
     const size_t ab = act_bytes(w.K), xb = aux_bytes(w.K);
@@ -964,7 +965,7 @@ struct PanelKLinear {
       if (nta) share_with(VecTag<VN>{}, t, n);
       else share_with(VecTag<V>{}, t, n);
     };
-    prepare_then_share(rows, nt, prepare, share);
+    prepare_then_share(rows, nt, prepare, share, part);
   }
   // Rows n .. n + 7 (n a multiple of 8; past N the panels' zero padding) into sink, a
   // super-block at a time.
@@ -986,7 +987,9 @@ struct PanelKLinear {
     }
   }
   static constexpr LinearKernelImpl impl(const char* name) {
-    return {name, 0, supports, scratch_bytes, run, repacked_bytes, repack, kRows, dequant_bf16, dequant_amx};
+    using E = StepsEntry<PanelKLinear>;
+    return {name, 0, supports, scratch_bytes, E::run, repacked_bytes, repack, kRows, dequant_bf16, dequant_amx,
+            E::prepare, E::run_prepared};
   }
 };
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,23 @@ namespace headwise::kernels {
 
 // The low-bit weight types' lines (tests/kernels/quant_linear_test.cpp).
 void check_quant_linear_kernel(const LinearKernel& lk);
+
+// An entry's run() in two parts (LinearKernelImpl::prepare, then run_prepared on the
+// calling thread) gives the bits run() gave (`want`, from `threads` threads: an
+// output's sum does not depend on the threads). Slices of the weights from one prepare:
+// tests/graph/projection_group_test.cpp.
+void expect_two_part_run_matches(const LinearKernel& lk, const PackedWeights& w, const float* bias, const float* x,
+                                 int64_t ldx, const float* want, int64_t ldy, int rows, int threads) {
+  ASSERT_TRUE(lk.impl->prepare && lk.impl->run_prepared) << lk.symbol << " has no two-part run";
+  std::vector<uint8_t> scratch(lk.impl->scratch_bytes(w, rows) + 64);
+  void* sp = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+  std::vector<float> y(size_t(rows) * ldy, NAN);
+  lk.impl->prepare(w, x, ldx, rows, sp);
+  lk.impl->run_prepared(w, bias, x, ldx, y.data(), ldy, rows, 1, sp);
+  for (int r = 0; r < rows; ++r)
+    ASSERT_EQ(std::memcmp(y.data() + r * ldy, want + r * ldy, size_t(w.N) * sizeof(float)), 0)
+        << lk.symbol << ": row " << r << " of " << rows << " (run() on " << threads << " threads)";
+}
 
 namespace {
 
@@ -89,6 +107,7 @@ TEST_P(LinearKernelTest, MatchesFloat64Reference) {
           for (float& v : x) v = u(g);
           std::vector<Aligned64> scratch(lk.impl->scratch_bytes(pw, rows) / 64 + 1);
           lk.impl->run(pw, b.data(), x.data(), ldx, y.data(), ldy, rows, threads, scratch[0].f);
+          expect_two_part_run_matches(lk, pw, b.data(), x.data(), ldx, y.data(), ldy, rows, threads);
           double worst = 0;
           for (int r = 0; r < rows; ++r)
             for (int n = 0; n < N; ++n) {

@@ -16,6 +16,10 @@
 
 namespace headwise::kernels {
 
+// tests/kernels/linear_test.cpp: run() in two parts gives the bits run() gave.
+void expect_two_part_run_matches(const LinearKernel& lk, const PackedWeights& w, const float* bias, const float* x,
+                                 int64_t ldx, const float* want, int64_t ldy, int rows, int threads);
+
 void check_quant_linear_kernel(const LinearKernel& lk) {
   quant::WType qt;
   ASSERT_TRUE(quant::parse_wtype(weight_type_name(lk.type), &qt)) << weight_type_name(lk.type);
@@ -92,6 +96,7 @@ void check_quant_linear_kernel(const LinearKernel& lk) {
           std::vector<uint8_t> scratch(lk.impl->scratch_bytes(pw, rows) + 64);
           void* sp = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
           lk.impl->run(pw, bias.data(), x.data(), ldx, y.data(), ldy, rows, threads, sp);
+          expect_two_part_run_matches(lk, pw, bias.data(), x.data(), ldx, y.data(), ldy, rows, threads);
           double worst = 0;
           std::vector<uint8_t> xa(quant::act_row_bytes(ti.act, K));
           std::vector<double> xd(K);
