@@ -630,8 +630,26 @@ void Projection::run_slice(const float* x, int64_t ldx, float* y, int64_t ldy, i
   run_slice_in_order(xp, K_, y, ldy, M, n0, n1, static_cast<char*>(scratch) + perm_bytes(M));
 }
 
-void Projection::run_slice_in_order(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
+bool Projection::prepares_slices() const {
+  return small_ && in_perm_.empty() && !offsets_ && small_->impl->prepare && small_->impl->run_prepared;
+}
+
+bool Projection::same_slice_input(const Projection& o) const {
+  return prepares_slices() && o.prepares_slices() && small_->impl == o.small_->impl && K_ == o.K_ &&
+         packed_.Kp == o.packed_.Kp;
+}
+
+void Projection::prepare_slices(const float* x, int64_t ldx, int M, void* scratch) const {
+  small_->impl->prepare(packed_, x, ldx, M, scratch);
+}
+
+void Projection::run_prepared_slice(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
                                     void* scratch) const {
+  small_->impl->run_prepared(slice_weights(n0, n1), bias_ ? bias_ + n0 : nullptr, x, ldx, y + n0, ldy, M, 1,
+                             scratch);
+}
+
+kernels::PackedWeights Projection::slice_weights(int n0, int n1) const {
   kernels::PackedWeights w = packed_;
   const auto* base = static_cast<const uint8_t*>(packed_.data);
   if (packed_.repacked) {
@@ -645,7 +663,12 @@ void Projection::run_slice_in_order(const float* x, int64_t ldx, float* y, int64
     w.data = base + size_t(n0) * packed_.row_bytes;
   }
   w.N = n1 - n0;
-  small_->impl->run(w, bias_ ? bias_ + n0 : nullptr, x, ldx, y + n0, ldy, M, 1, scratch);
+  return w;
+}
+
+void Projection::run_slice_in_order(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
+                                    void* scratch) const {
+  small_->impl->run(slice_weights(n0, n1), bias_ ? bias_ + n0 : nullptr, x, ldx, y + n0, ldy, M, 1, scratch);
   if (offsets_)
     add_offsets_slice(x, ldx, y, ldy, M, n0, n1,
                       static_cast<char*>(scratch) + round64(small_->impl->scratch_bytes(packed_, M)));

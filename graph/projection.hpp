@@ -33,7 +33,8 @@ class Projection;
 // One projection, or several of the same input (a layer's q, k and v; gate and up) in
 // one parallel region, when M rows can be sliced (Projection::can_slice; decode): each
 // thread takes an equal share of their weight bytes, as output-row slices, preparing
-// its own copy of the inputs, so the threads start and meet once instead of once per
+// its own copy of the inputs (once for the projections of one kernel and K in its share:
+// Projection::prepare_slices), so the threads start and meet once instead of once per
 // projection (on this project's 2-core VM a parallel region costs ~3 us and a barrier
 // ~1.4 us: a 768x768 Q4_K product streams in ~4 us). Otherwise, or with one thread,
 // or with less than threads x the largest slice_scratch_bytes(M) of scratch: one run()
@@ -145,6 +146,18 @@ class Projection {
   size_t slice_scratch_bytes(int M) const;
   void run_slice(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
                  void* scratch) const;
+  // run_slice in two parts, for a thread that runs many slices of one call: the inputs
+  // prepared once (prepare_slices, into slice_scratch_bytes(M) of scratch), then any
+  // number of slices from them (run_prepared_slice, the same x and scratch); results
+  // identical to run_slice's. prepares_slices() false (inputs gathered for act-order,
+  // offset blocks, a kernel without LinearKernelImpl::prepare): run_slice alone.
+  // same_slice_input(o): both prepare and o's prepare_slices leaves what this one's would
+  // (one kernel entry, one K), so one prepare serves both.
+  bool prepares_slices() const;
+  bool same_slice_input(const Projection& o) const;
+  void prepare_slices(const float* x, int64_t ldx, int M, void* scratch) const;
+  void run_prepared_slice(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
+                          void* scratch) const;
 
   int K() const { return K_; }
   int N() const { return N_; }
@@ -222,6 +235,7 @@ class Projection {
   Status run_in_order(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int threads, void* scratch) const;
   void run_slice_in_order(const float* x, int64_t ldx, float* y, int64_t ldy, int M, int n0, int n1,
                           void* scratch) const;
+  kernels::PackedWeights slice_weights(int n0, int n1) const;  // output rows [n0, n1) as a packing
 };
 
 }  // namespace headwise::graph

@@ -114,14 +114,29 @@ Status run_projections(const Projection* const* ps, int count, const float* x, i
     const size_t lo = at_cut(t), hi = at_cut(t + 1);
     size_t at = 0;
     double mine_bytes = 0;
+    const Projection* prepared = nullptr;  // whose inputs `mine` holds
     for (int i = 0; i < count && at < hi; ++i) {
-      const size_t bytes = ps[i]->weight_bytes();
+      const Projection& p = *ps[i];
+      const size_t bytes = p.weight_bytes();
       if (at + bytes > lo) {
-        const int n0 = boundary(*ps[i], std::max(lo, at) - at, bytes);
-        const int n1 = boundary(*ps[i], std::min(hi, at + bytes) - at, bytes);
+        const int n0 = boundary(p, std::max(lo, at) - at, bytes);
+        const int n1 = boundary(p, std::min(hi, at + bytes) - at, bytes);
         if (n0 < n1) {
-          ps[i]->run_slice(x, ldx, ys[i], ldys[i], M, n0, n1, mine);
-          mine_bytes += double(bytes) * (n1 - n0) / ps[i]->N();
+          // A share that spans q and k (gate and up, ...) of one kernel and K prepares
+          // their inputs once: a decode row's quantization (0.2-0.5 us) fewer. Measured
+          // with a per-step A/B (2 threads, f16 cache, 512 + 256 tokens): steps 0.2-0.9%
+          // faster on llama-134m Q4_K_M, 0.3-0.5% on Q8_0, 0.4% on llama-1b-like Q4_K_M.
+          if (!p.prepares_slices()) {
+            p.run_slice(x, ldx, ys[i], ldys[i], M, n0, n1, mine);
+            prepared = nullptr;  // run_slice used the scratch
+          } else {
+            if (!prepared || !p.same_slice_input(*prepared)) {
+              p.prepare_slices(x, ldx, M, mine);
+              prepared = &p;
+            }
+            p.run_prepared_slice(x, ldx, ys[i], ldys[i], M, n0, n1, mine);
+          }
+          mine_bytes += double(bytes) * (n1 - n0) / p.N();
         }
       }
       at += bytes;

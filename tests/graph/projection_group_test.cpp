@@ -179,6 +179,90 @@ TEST(RunProjections, MixedTypesAsInAQ4KMLayer) {
   }
 }
 
+TEST(RunProjections, OnePrepareServesEverySliceOfOneKernelAndK) {
+  // A share's thread prepares its inputs once for the projections of one kernel entry
+  // and K (Projection::prepare_slices, then run_prepared_slice per slice): every slice,
+  // in any order, of either projection, gives the bits run() gives.
+  for (Isa isa : usable_isas())
+    for (const char* t : {"f32", "bf16", "f16", "q8_0", "q4_0", "q4_K", "q5_K", "q6_K"}) {
+      std::mt19937 g(7);
+      std::vector<std::vector<uint8_t>> keep;
+      std::vector<std::vector<float>> biases;
+      const int K = 512;
+      std::unique_ptr<Projection> a = make(t, K, 96, true, isa, &g, &keep, &biases);
+      std::unique_ptr<Projection> b = make(t, K, 40, false, isa, &g, &keep, &biases);
+      std::unique_ptr<Projection> other_k = make(t, 256, 40, false, isa, &g, &keep, &biases);
+      ASSERT_TRUE(a && b && other_k);
+      ASSERT_TRUE(a->prepares_slices()) << t << " on " << kernels::isa_name(isa) << ": " << a->small_kernel();
+      EXPECT_TRUE(a->same_slice_input(*b)) << t;
+      EXPECT_FALSE(a->same_slice_input(*other_k)) << t << ": K 512 and 256";
+      for (int M : {1, 3, Plan::kGroupMaxRows}) {
+        const int64_t ldx = K + 5;
+        std::normal_distribution<float> nd(0, 1);
+        std::vector<float> x(size_t(M) * ldx);
+        for (float& v : x) v = nd(g);
+        std::vector<Line> scratch(std::max(a->scratch_bytes(M), a->slice_scratch_bytes(M)) / 64 + 1);
+        for (const Projection* p : {a.get(), b.get()}) {
+          std::vector<float> want(size_t(M) * p->N(), NAN), got(want.size(), NAN);
+          HW_ASSERT_OK(p->run(x.data(), ldx, want.data(), p->N(), M, 1, scratch.data()));
+          a->prepare_slices(x.data(), ldx, M, scratch.data());  // a's preparation serves b too
+          const int g16 = p->slice_rows();
+          std::vector<std::pair<int, int>> slices;  // back to front, of uneven sizes
+          for (int n1 = p->N(), step = g16; n1 > 0; step += g16) {
+            const int n0 = std::max(0, n1 - step);
+            slices.push_back({n0 / g16 * g16, n1});
+            n1 = n0 / g16 * g16;
+          }
+          for (auto [n0, n1] : slices) p->run_prepared_slice(x.data(), ldx, got.data(), p->N(), M, n0, n1, scratch.data());
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+              << t << " on " << kernels::isa_name(isa) << ", M " << M << ", N " << p->N();
+        }
+      }
+    }
+  // A group of Q4_K, Q4_K on act-order inputs (run_slice alone, which uses the scratch
+  // for its own gathered and prepared inputs), Q4_K and Q6_K (another kernel's inputs):
+  // the first share runs the first three and part of the last, so it must prepare again
+  // after the second and before the fourth.
+  std::mt19937 g(11);
+  std::vector<std::vector<uint8_t>> keep;
+  std::vector<std::vector<float>> biases;
+  const int Ns[4] = {48, 16, 48, 200};
+  const char* types[4] = {"q4_K", "q4_K", "q4_K", "q6_K"};
+  for (Isa isa : usable_isas()) {
+    std::unique_ptr<Projection> ps[4];
+    for (int i = 0; i < 4; ++i) ps[i] = make(types[i], 256, Ns[i], i == 0, isa, &g, &keep, &biases);
+    std::vector<int32_t> perm(256);
+    for (int k = 0; k < 256; ++k) perm[k] = (k * 37 + 11) % 256;
+    HW_ASSERT_OK(ps[1]->set_input_permutation(perm.data()));
+    EXPECT_FALSE(ps[1]->prepares_slices());
+    EXPECT_FALSE(ps[2]->same_slice_input(*ps[3])) << "Q4_K and Q6_K";
+    const Projection* group[4] = {ps[0].get(), ps[1].get(), ps[2].get(), ps[3].get()};
+    const int M = 2;
+    std::normal_distribution<float> nd(0, 1);
+    std::vector<float> x(size_t(M) * 256);
+    for (float& v : x) v = nd(g);
+    for (int threads : {2, 3}) {
+      std::vector<Line> scratch(projections_scratch_bytes(group, 4, M, threads) / 64 + 1);
+      std::vector<std::vector<float>> got(4);
+      float* ys[4];
+      int64_t ldys[4];
+      for (int i = 0; i < 4; ++i) {
+        got[i].assign(size_t(M) * Ns[i], NAN);
+        ys[i] = got[i].data();
+        ldys[i] = Ns[i];
+      }
+      HW_ASSERT_OK(run_projections(group, 4, x.data(), 256, ys, ldys, M, threads, scratch.data(),
+                                   scratch.size() * sizeof(Line)));
+      for (int i = 0; i < 4; ++i) {
+        std::vector<float> want(size_t(M) * Ns[i], NAN);
+        HW_ASSERT_OK(group[i]->run(x.data(), 256, want.data(), Ns[i], M, 1, scratch.data()));
+        ASSERT_EQ(std::memcmp(got[i].data(), want.data(), want.size() * sizeof(float)), 0)
+            << "projection " << i << ", threads " << threads << ", isa " << kernels::isa_name(isa);
+      }
+    }
+  }
+}
+
 TEST(RunProjections, PlanFindsTheRunsOfLinearNodesOnOneInput) {
   const std::shared_ptr<const Model> m = test::tiny();
   const Plan& p = m->plan();
