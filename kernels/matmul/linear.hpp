@@ -84,8 +84,8 @@ struct LinearKernelImpl {
   // without the bf16 rows and their pack.
   void (*dequant_amx)(const PackedWeights& w, int64_t n0, int64_t n1, uint16_t* panel) = nullptr;
   // Optional: run() in two parts, for a caller that computes many slices of one product
-  // on one thread (graph::run_projections' shares, which move slices between threads as
-  // they finish). prepare(w, x, ldx, rows, scratch) does on the calling thread what run()
+  // on one thread (graph::run_projections' shares: one preparation for the q and k
+  // slices of a share). prepare(w, x, ldx, rows, scratch) does on the calling thread what run()
   // does to the inputs before any product, into scratch; run_prepared(w, bias, x, ldx, y,
   // ldy, rows, threads, scratch) then computes the products on the calling thread alone
   // (threads is ignored) as run() would, from the same x and that scratch. What prepare
