@@ -90,6 +90,16 @@ const AmxEnv& amx_env() {
 
 }  // namespace
 
+bool amd_family_model(unsigned* family, unsigned* model) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
+  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+  *family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF);
+  *model = ((a >> 4) & 0xF) | ((a >> 12) & 0xF0);
+  return true;
+}
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::scalar: return "scalar";

@@ -38,6 +38,11 @@ const std::string& isa_env_error();
 bool set_isa_override(Isa isa);
 void clear_isa_override();
 
+// An AMD CPU's family and model (cpuid leaf 1, extended fields folded in: Zen 1-2 17h,
+// Zen 3-4 19h, Zen 5 1Ah); false on any other vendor. For the choices a kernel's speed,
+// never its results, depends on (quant.hpp's cpu_* answers).
+bool amd_family_model(unsigned* family, unsigned* model);
+
 // AMX, Intel's tile matrix unit (bf16 tiles, TDPBF16PS): an extra a kernel list may ask
 // for beside its ISA (attention.inc's amx lines). Detected once: the CPU has AMX-TILE
 // and AMX-BF16 (CPUID 7.0 EDX bits 24 and 22), the OS saves the tile state (XCR0 bits

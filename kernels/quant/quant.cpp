@@ -61,23 +61,6 @@ bool detect_vnni_bf16() {
          __builtin_cpu_supports("avx512bf16");
 }
 
-// An AMD CPU's family and model (cpuid leaf 1, extended fields folded in); false on any
-// other vendor.
-bool amd_family_model(unsigned* family, unsigned* model) {
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a, b, c, d;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
-  const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
-  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
-  *family = ((a >> 8) & 0xF) + ((a >> 20) & 0xFF);
-  *model = ((a >> 4) & 0xF) | ((a >> 12) & 0xF0);
-  return true;
-#else
-  (void)family, (void)model;
-  return false;
-#endif
-}
-
 // AMD family 17h below model 30h: Zen 1 and Zen+ (Zen 2, also family 17h, has full-width
 // vector units).
 bool detect_int8_multiply_slow() {
