@@ -40,7 +40,7 @@ void clear_isa_override();
 
 // An AMD CPU's family and model (cpuid leaf 1, extended fields folded in: Zen 1-2 17h,
 // Zen 3-4 19h, Zen 5 1Ah); false on any other vendor. For the choices a kernel's speed,
-// never its results, depends on (quant.hpp's cpu_* answers).
+// never its results, depends on (quant.hpp's cpu_* answers, cpu_attn_ahead).
 bool amd_family_model(unsigned* family, unsigned* model);
 
 // AMX, Intel's tile matrix unit (bf16 tiles, TDPBF16PS): an extra a kernel list may ask

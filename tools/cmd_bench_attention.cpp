@@ -64,12 +64,16 @@ void usage(std::FILE* f) {
                "                  positions (each tile every head's K rows, then their V\n"
                "                  rows), the layout of a session's 16-bit cache (default:\n"
                "                  tiled for f16 / bf16, plain for f32, as a session holds them)\n"
+               "  --ahead L       l1 | l2: where decode on a tiled cache asks for the next\n"
+               "                  tile, into L1 or into L2 only (default: this CPU's, %s;\n"
+               "                  the results are the same bits either way)\n"
                "  --isa NAME      avx512 | avx2 | scalar (default: the best this CPU has,\n"
                "                  capped by HEADWISE_ISA; here %s)\n"
                "  --no-peak       skip measuring the machine peak (saves ~2 s and 256 MiB)\n"
                "  --json          print one JSON object instead of text\n"
                "  --help          this text\n",
-               omp_get_max_threads(), kMaxCopies, kMaxCopiesGiB, kKvTileRows, headwise::isa_name());
+               omp_get_max_threads(), kMaxCopies, kMaxCopiesGiB, kKvTileRows,
+               kernels::attn_ahead_name(kernels::cpu_attn_ahead()), headwise::isa_name());
 }
 
 int usage_error(const std::string& msg) {
@@ -114,7 +118,7 @@ int cmd_bench_attention(int argc, char** argv) {
   Args args;
   if (!args.parse(argc, argv, {"no-causal", "no-peak", "json", "help"},
                   {"batch", "seq", "heads", "kv-heads", "head-dim", "decode", "threads",
-                   "repeat", "warmup", "isa", "kv-type", "kv-layout", "copies"}))
+                   "repeat", "warmup", "isa", "kv-type", "kv-layout", "copies", "ahead"}))
     return usage_error(args.error());
   if (args.has("help")) {
     usage(stdout);
@@ -181,6 +185,16 @@ int cmd_bench_attention(int argc, char** argv) {
     if (tiled && kv_type == KvType::f32)
       return usage_error("--kv-layout tiled needs --kv-type f16 or bf16 (an f32 cache is read position-major)");
   }
+
+  if (args.has("ahead")) {
+    const std::string ahead = args.str("ahead");
+    if (ahead != "l1" && ahead != "l2") return usage_error("--ahead '" + ahead + "' is not one of l1, l2");
+    if (!decode || !tiled)
+      return usage_error("--ahead applies to --decode on a tiled cache (--kv-type f16 or bf16) only");
+    kernels::set_attn_ahead_override(ahead == "l2" ? 1 : 0);
+  }
+  // Where the decode kernel asks for the next tile (a tiled cache's only; null otherwise).
+  const char* ahead = decode && tiled ? kernels::attn_ahead_name(kernels::cpu_attn_ahead()) : nullptr;
 
   AttentionParams a;
   a.kv_type = kv_type;
@@ -348,6 +362,7 @@ int cmd_bench_attention(int argc, char** argv) {
     add("causal", causal ? "true" : "false");
     add("kv_type", std::string("\"") + kv_type_name(kv_type) + "\"");
     add("kv_layout", tiled ? "\"tiled\"" : "\"plain\"");
+    add("ahead", ahead ? std::string("\"") + ahead + "\"" : "null");
     add("decode", decode ? "true" : "false");
     add("repeat", std::to_string(repeat));
     add("warmup", std::to_string(warmup));
@@ -376,8 +391,10 @@ int cmd_bench_attention(int argc, char** argv) {
   std::printf("shape     batch %d, q_len %d, kv_len %d, heads %d, kv_heads %d, head_dim %d, %s%s\n",
               a.batch, a.q_len, a.kv_len, a.q_heads, a.kv_heads, a.head_dim,
               causal ? "causal" : "non-causal", decode ? ", decode" : ", prefill");
-  std::printf("kernel    %s (%s), %d threads, %s K/V %s\n", isa.c_str(), line, a.threads, kv_type_name(kv_type),
+  std::printf("kernel    %s (%s), %d threads, %s K/V %s", isa.c_str(), line, a.threads, kv_type_name(kv_type),
               tiled ? "in a session's tiles of 16 positions" : "position-major");
+  if (ahead) std::printf(", next tile asked for into %s", ahead[1] == '2' ? "L2" : "L1");
+  std::printf("\n");
   std::printf("time      median %.3f ms (min %.3f, max %.3f) over %lld repeats after %lld warmup",
               median, ms.front(), ms.back(), repeat, warmup);
   if (copies > 1) std::printf(", %lld K/V copies in turn (%.1f MiB)", copies, double(copies) * kv_bytes / MiB);

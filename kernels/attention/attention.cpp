@@ -18,7 +18,7 @@ namespace headwise::kernels {
 #define HW_ATTN_PACK_amx(prefill) prefill##_pack
 #define HW_ATTN_KERNEL(isa, unit, kv, prefill, decode, qt, kt)                          \
   void prefill(const AttnProblem&, int, int, int, float*, const AttnPackedKv*);        \
-  void decode(const AttnProblem&, int, int, int, float*, float*);                      \
+  void decode(const AttnProblem&, int, int, int, float*, float*, AttnAhead);           \
   HW_ATTN_PACK_DECL_##unit(prefill)
 #include "kernels/attention/attention.inc"
 #undef HW_ATTN_KERNEL
@@ -62,6 +62,24 @@ std::atomic<int> g_pack_override{-1};
 }  // namespace
 
 void set_attn_pack_override(bool on) { g_pack_override.store(on ? -1 : 0, std::memory_order_relaxed); }
+
+namespace {
+// -1: detect (cpu_attn_ahead); 0: l1; 1: l2 (set_attn_ahead_override).
+std::atomic<int> g_ahead_override{-1};
+}  // namespace
+
+AttnAhead cpu_attn_ahead() {
+  static const AttnAhead detected = [] {
+    unsigned family = 0, model = 0;
+    return amd_family_model(&family, &model) && family == 0x19 ? AttnAhead::l2 : AttnAhead::l1;
+  }();
+  const int o = g_ahead_override.load(std::memory_order_relaxed);
+  return o < 0 ? detected : o == 0 ? AttnAhead::l1 : AttnAhead::l2;
+}
+
+void set_attn_ahead_override(int v) { g_ahead_override.store(v < 0 ? -1 : v != 0, std::memory_order_relaxed); }
+
+const char* attn_ahead_name(AttnAhead a) { return a == AttnAhead::l2 ? "l2" : "l1"; }
 
 KernelList<AttnKernel> attn_kernels() { return kernel_list(kTable); }
 
@@ -111,6 +129,7 @@ AttnPlan plan_attention(const AttnKernel& k, const AttnProblem& p, int threads,
   int chunks = std::max(1, ceil_div(threads, p.batch));
   chunks = std::min({chunks, std::max(1, p.kv_len / kMinChunkKeys), kMaxChunks});
   plan.kv_chunks = chunks;
+  plan.ahead = cpu_attn_ahead();
   plan.threads = std::max(1, std::min(threads, p.batch * chunks));
   const int rows = p.q_len * p.q_heads;
   plan.scratch_floats = apart(decode_scratch_floats(k.kv_tile, rows, p.head_dim));
@@ -189,7 +208,7 @@ void run_decode_tasks(const AttnKernel& k, const AttnProblem& p, const AttnPlan&
     const int b = i / chunks, c = i % chunks;
     const int k0 = std::min(p.kv_len, c * chunk_len);
     const int k1 = std::min(p.kv_len, k0 + chunk_len);
-    k.decode(p, b, k0, k1, parts + i * task, scratch);
+    k.decode(p, b, k0, k1, parts + i * task, scratch, plan.ahead);
   }
 }
 

@@ -145,13 +145,37 @@ using AttnPrefillFn = void (*)(const AttnProblem& p, int b, int hq, int q0, floa
 // hk, those that exist) into `tile`, amx_packed_tile_floats() floats.
 using AttnPackFn = void (*)(const AttnProblem& p, int b, int hk, int k0, uint16_t* tile);
 
+// Where a decode kernel asks for the next tile of a tiled 16-bit cache, row by row as it
+// reads the rows of this one (attn_decode_impl.hpp): into L1 (prefetcht0) or into L2
+// only (prefetcht1). Which is faster depends on the core, not on the shape or the
+// results, which are the same bits either way; cpu_attn_ahead() says which for this CPU.
+enum class AttnAhead : uint8_t { l1, l2 };
+// l2 on AMD family 19h, l1 elsewhere. Measured (cold caches, `headwise bench attention
+// --copies 48 --ahead l1|l2`, 2 threads, f16 unless said, alternating rounds):
+//   Zen 4 (EPYC 9004, 32 KiB L1D), 2026-12-08, l1 → l2 in every round: 12 × 64 heads
+//   at 576 keys 88-103 → 65-78 µs (bf16 72-83 → 49-64; avx2 104-112 → 69-74), at 2048
+//   keys 280-327 → 232-257; 32/8 × 64 at 576 73-90 → 69-72; 32/8 × 128 at 1040 228-234
+//   → 148-150; 4 × 64 at 1024 42-55 → 27-34. Without any requests, 83-114 at the first
+//   shape: prefetcht0 gains nothing there. Zen 3 (19h as well) is assumed alike, not
+//   measured.
+//   Zen 5 (1Ah, 48 KiB L1D), 2026-12-03: l1 cut the model's attention by a fifth or more
+//   against no requests, and l2, or l1 two or four tiles ahead, was no better or slower
+//   (attn_decode_impl.hpp). Intel is not measured: l1, as before this choice.
+AttnAhead cpu_attn_ahead();
+// Tests and benchmarks: 0 forces l1, 1 l2, -1 restores detection; applies to plans built
+// afterwards.
+void set_attn_ahead_override(int v);
+const char* attn_ahead_name(AttnAhead a);
+
 // A decode kernel computes, for every query row of sequence b (row r = t·q_heads + h
 // for query position t and head h), the partial softmax state over keys [k0, k1):
 // running max m (in log2 units), sum l and unnormalised accumulator acc[D].
 // `part` receives rows × decode_part_floats(D) floats: per row m at [0], l at [1] and
 // acc at [kPartAcc, kPartAcc + D), 64-byte aligned like the row itself.
+// `ahead`: where it asks for a tiled 16-bit cache's next tile (AttnAhead); a plain
+// cache's requests do not depend on it.
 using AttnDecodeFn = void (*)(const AttnProblem& p, int b, int k0, int k1, float* part,
-                              float* scratch);
+                              float* scratch, AttnAhead ahead);
 
 // What a line computes on besides its ISA's vector registers (attention.inc's unit).
 enum class AttnUnit { vec, amx };
@@ -228,6 +252,7 @@ struct AttnPlan {
   AttnPath path = AttnPath::prefill;
   int threads = 1;
   int kv_chunks = 1;            // decode: key chunks per sequence
+  AttnAhead ahead = AttnAhead::l1;  // decode: where a tiled cache's next tile is asked for
   size_t scratch_floats = 0;    // per thread, with 4 KiB between threads (attention.cpp)
   size_t partial_floats = 0;    // decode partial states, all chunks
   int packed_keys = 0;          // prefill: keys packed once per call (AttnPackedKv), 0: none

@@ -32,7 +32,10 @@
 // --prompt-len 512 --kv-type f16`, alternating env-switched rounds, llama-134m Q4_K_M
 // 80-104 → 62-78 ms of attention over 128 steps (7 rounds, decode faster in each),
 // llama-1b-like Q4_K_M 80-110 → 55-73 ms over 64 (3 rounds); into L2 instead, or 2 or 4
-// tiles ahead, no better or slower. Not measured on Zen 4.
+// tiles ahead, no better or slower. On Zen 4 (2026-12-08) the same requests into L1 gain
+// nothing over none, and into L2 they cut cold calls by 15-35% and llama-134m Q4_K_M's
+// decode steps by 6-10%: the level is the plan's (AttnAhead, attention.hpp has the
+// figures), a template argument here.
 // Those requests were first issued as a burst, a head's whole next tile (32 lines of a
 // 64-feature f16 head) before its rows of this one; they are now spread one row (or one
 // feature slice of a row) at a time through the loops that read this tile's rows, so
@@ -79,7 +82,9 @@
 namespace headwise::kernels {
 namespace {
 
-template <class S, class E, int KT>
+// kAhead: the locality of the next-tile requests (__builtin_prefetch's third argument,
+// a constant): 3 into L1, 2 into L2 (AttnAhead; attn_decode below picks one per call).
+template <class S, class E, int KT, int kAhead>
 struct AttnDecode {
   using V = typename S::V;
   using T = typename E::T;
@@ -132,16 +137,17 @@ struct AttnDecode {
       for (int u = 0; u < NV; ++u) acc[i] = S::fma(q[u], L::load(kr + i * st + u * W), acc[i]);
     }
   }
-  // Asks for the kBytes at p (a row, or a row's slice of features) into L1, one request a
-  // line and no loop: the callers' accumulators stay in registers (a loop over a row's
-  // lines in pv_group's loop made GCC 12 keep them in memory).
+  // Asks for the kBytes at p (a row, or a row's slice of features) into L1 or L2
+  // (kAhead), one request a line and no loop: the callers' accumulators stay in
+  // registers (a loop over a row's lines in pv_group's loop made GCC 12 keep them in
+  // memory).
   template <int kBytes>
   static inline void prefetch_span(const T* p) {
     prefetch_lines(reinterpret_cast<const char*>(p), std::make_index_sequence<(std::max(kBytes, 1) + 63) / 64>());
   }
   template <size_t... L>
   static inline void prefetch_lines(const char* c, std::index_sequence<L...>) {
-    (__builtin_prefetch(c + 64 * L, 0, 3), ...);
+    (__builtin_prefetch(c + 64 * L, 0, kAhead), ...);
   }
 
   // q · k over D features (the query row is zero padded to a multiple of W).
@@ -207,7 +213,7 @@ struct AttnDecode {
         V q[G];
         for (int g = 0; g < G; ++g) q[g] = S::loada(qs + g * Dp + d);
         if (pf && d * int(sizeof(T)) % 64 == 0)
-          for (int i = 0; i < KB; ++i) __builtin_prefetch(pf + (i0 + i) * ldk + d, 0, 3);
+          for (int i = 0; i < KB; ++i) __builtin_prefetch(pf + (i0 + i) * ldk + d, 0, kAhead);
         for (int i = 0; i < KB; ++i) {
           const V k = L::load(kr + (i0 + i) * ldk + d);
           for (int g = 0; g < G; ++g) acc[g * KB + i] = S::fma(q[g], k, acc[g * KB + i]);
@@ -374,7 +380,7 @@ struct AttnDecode {
             } else {
               for (int d = 0; d < D; d += W) {
                 if (pf && d * int(sizeof(T)) % 64 == 0)  // the next tile's lines holding features d.. of each row
-                  for (int i = 0; i < W; ++i) __builtin_prefetch(pf + i * p.k.st + d, 0, 3);
+                  for (int i = 0; i < W; ++i) __builtin_prefetch(pf + i * p.k.st + d, 0, kAhead);
                 const V q = S::loada(qs + d);
                 for (int i = 0; i < W; ++i) acc[i] = S::fma(q, L::load(kr + i * p.k.st + d), acc[i]);
               }
@@ -489,6 +495,15 @@ struct AttnDecode {
     }
   }
 };
+
+// The decode entry of a translation unit: the next-tile requests' level chosen once per
+// call (a plain fp32 cache makes none, so it has one body).
+template <class S, class E, int KT>
+void attn_decode(const AttnProblem& p, int b, int k0, int k1, float* part, float* scratch, AttnAhead ahead) {
+  if constexpr (!std::is_same_v<E, KvF32>)
+    if (ahead == AttnAhead::l2) return AttnDecode<S, E, KT, 2>::run(p, b, k0, k1, part, scratch);
+  AttnDecode<S, E, KT, 3>::run(p, b, k0, k1, part, scratch);
+}
 
 }  // namespace
 }  // namespace headwise::kernels

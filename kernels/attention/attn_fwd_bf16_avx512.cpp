@@ -18,8 +18,8 @@ void attn_fwd_bf16_q64k64__avx512(const AttnProblem& p, int b, int hq, int q0, f
 }
 
 void attn_decode_bf16_k64__avx512(const AttnProblem& p, int b, int k0, int k1, float* part,
-                                 float* s) {
-  AttnDecode<S, KvBf16, kTiles.kv_tile>::run(p, b, k0, k1, part, s);
+                                 float* s, AttnAhead ahead) {
+  attn_decode<S, KvBf16, kTiles.kv_tile>(p, b, k0, k1, part, s, ahead);
 }
 
 }  // namespace headwise::kernels

@@ -16,8 +16,8 @@ void attn_fwd_f16_q4k64__scalar(const AttnProblem& p, int b, int hq, int q0, flo
 }
 
 void attn_decode_f16_k64__scalar(const AttnProblem& p, int b, int k0, int k1, float* part,
-                                 float* s) {
-  AttnDecode<simd::Scalar, KvF16, kTiles.kv_tile>::run(p, b, k0, k1, part, s);
+                                 float* s, AttnAhead ahead) {
+  attn_decode<simd::Scalar, KvF16, kTiles.kv_tile>(p, b, k0, k1, part, s, ahead);
 }
 
 }  // namespace headwise::kernels

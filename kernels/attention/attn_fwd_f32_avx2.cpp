@@ -20,8 +20,8 @@ void attn_fwd_f32_q48k64__avx2(const AttnProblem& p, int b, int hq, int q0, floa
 }
 
 void attn_decode_f32_k64__avx2(const AttnProblem& p, int b, int k0, int k1, float* part,
-                               float* s) {
-  AttnDecode<S, KvF32, kTiles.kv_tile>::run(p, b, k0, k1, part, s);
+                               float* s, AttnAhead ahead) {
+  attn_decode<S, KvF32, kTiles.kv_tile>(p, b, k0, k1, part, s, ahead);
 }
 
 }  // namespace headwise::kernels

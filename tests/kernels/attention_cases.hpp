@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -124,12 +125,16 @@ struct AttnData {
 };
 
 // Runs one kernel of the list on p with its own workspace.
-inline void run_kernel(const AttnKernel& k, const AttnProblem& p, int threads, AttnPath path) {
+// `ahead`: where a decode plan asks for a tiled cache's next tile (default: the plan's,
+// the CPU's choice).
+inline void run_kernel(const AttnKernel& k, const AttnProblem& p, int threads, AttnPath path,
+                       std::optional<kernels::AttnAhead> ahead = std::nullopt) {
   // An amx line's prefill needs the tile state Linux grants on request (amx_usable asks).
   if (k.unit == kernels::AttnUnit::amx && path != AttnPath::decode) {
     ASSERT_TRUE(kernels::amx_usable()) << k.name << " run where AMX is not usable";
   }
-  const kernels::AttnPlan plan = kernels::plan_attention(k, p, threads, path);
+  kernels::AttnPlan plan = kernels::plan_attention(k, p, threads, path);
+  if (ahead) plan.ahead = *ahead;
   std::unique_ptr<float, decltype(&std::free)> ws(
       static_cast<float*>(std::aligned_alloc(64, (plan.workspace_floats() * 4 + 64) / 64 * 64)),
       &std::free);

@@ -52,6 +52,15 @@ TEST_P(AttentionDecodeGqa, EveryKernelMatchesReferenceAtOddCacheLengths) {
               << k.name << " Tk=" << Tk << (causal ? " causal" : " full") << " threads=" << threads;
           ++ran;
         }
+        // A 16-bit cache in the session's tiles, whose next tile is asked for into L1 or
+        // L2 as this one's rows are read (scores_group and pv_group with requests).
+        if (k.kv_type == KvType::f32) continue;
+        for (kernels::AttnAhead a : {kernels::AttnAhead::l1, kernels::AttnAhead::l2}) {
+          std::fill(data.out.begin(), data.out.end(), NAN);
+          run_kernel(k, data.tiled_problem(causal, data.out.data(), k.kv_type), 3, AttnPath::decode, a);
+          EXPECT_LE(max_abs_diff(data.out, data.ref), tol) << k.name << " Tk=" << Tk << (causal ? " causal" : " full")
+                                                           << " tiled, ahead " << kernels::attn_ahead_name(a);
+        }
       }
     }
   }
@@ -83,6 +92,27 @@ TEST(AttentionDecodePlan, OneChunkPerThreadAndEachThreadsRegionsApart) {
     EXPECT_EQ(one.kv_chunks, 1) << k.name;
     EXPECT_EQ(one.threads, 1) << k.name;
   }
+}
+
+// Where a decode plan asks for a tiled cache's next tile: the CPU's choice
+// (cpu_attn_ahead: L2 on AMD family 19h, L1 elsewhere) unless a test or benchmark forces
+// one; it never changes a result (the sweeps run both).
+TEST(AttentionDecodePlan, AheadIsTheCpusUnlessForced) {
+  unsigned family = 0, model = 0;
+  const bool zen34 = kernels::amd_family_model(&family, &model) && family == 0x19;
+  EXPECT_EQ(kernels::cpu_attn_ahead(), zen34 ? kernels::AttnAhead::l2 : kernels::AttnAhead::l1);
+  const AttnKernel& k = kernels::attn_kernel(kernels::active_isa(), KvType::f16);
+  AttnData data(1, 1, 528, 32, 8, 64, /*seed=*/3);
+  const AttnProblem p = data.problem(true, data.out.data(), KvType::f16);
+  EXPECT_EQ(kernels::plan_attention(k, p, 2, AttnPath::decode).ahead, kernels::cpu_attn_ahead());
+  for (int v : {0, 1}) {
+    kernels::set_attn_ahead_override(v);
+    const kernels::AttnAhead want = v ? kernels::AttnAhead::l2 : kernels::AttnAhead::l1;
+    EXPECT_EQ(kernels::cpu_attn_ahead(), want);
+    EXPECT_EQ(kernels::plan_attention(k, p, 2, AttnPath::decode).ahead, want);
+  }
+  kernels::set_attn_ahead_override(-1);
+  EXPECT_EQ(kernels::cpu_attn_ahead(), zen34 ? kernels::AttnAhead::l2 : kernels::AttnAhead::l1);
 }
 
 std::vector<GqaCase> cases() {

@@ -7,6 +7,7 @@
 // session's tiled layout), against the reference on the same rounded K/V. Tolerance: max abs error ≤ 1e-5 · max|V|
 // (the vector lines measure below 5e-7 · max|V| here), and 2e-5 · max|V| for the amx
 // lines' prefill, computed in split bf16 (attention_cases.hpp's kAmxRelTol says why).
+#include <cstring>
 #include <sstream>
 
 #include "tests/kernels/attention_cases.hpp"
@@ -71,6 +72,17 @@ TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
                 << k.name << (path == AttnPath::decode ? " decode" : " prefill") << " threads=" << threads
                 << " kv=" << kv_type_name(kv) << (tiled ? " tiled" : "");
             ++ran;
+            if (path == AttnPath::decode && tiled) {
+              // Where the next tile is asked for (L1 or L2) changes no bit: the plan's
+              // choice above, then each forced.
+              const std::vector<float> planned = data.out;
+              for (kernels::AttnAhead a : {kernels::AttnAhead::l1, kernels::AttnAhead::l2}) {
+                std::fill(data.out.begin(), data.out.end(), NAN);
+                run_kernel(k, data.tiled_problem(c.causal, data.out.data(), kv), threads, path, a);
+                EXPECT_EQ(0, std::memcmp(data.out.data(), planned.data(), planned.size() * sizeof(float)))
+                    << k.name << " decode tiled kv=" << kv_type_name(kv) << " ahead " << kernels::attn_ahead_name(a);
+              }
+            }
           }
     }
   }
