@@ -104,8 +104,7 @@ std::string Plan::describe(int rows, int threads) const {
           << pre.threads << " thread(s), scratch " << pre.workspace_floats() * 4
           << " B; decode at " << rows << " keys: " << dec.kv_chunks << " key chunk(s) on "
           << dec.threads << " thread(s)";
-        // (a 16-bit cache is tiled, runtime/session_buffers.hpp; an fp32 one is not)
-        o << "; a 16-bit cache's next tile asked for into " << (dec.ahead == kernels::AttnAhead::l2 ? "L2" : "L1");
+        o << ", keys ahead asked for into " << (dec.ahead == kernels::AttnAhead::l2 ? "L2" : "L1");
         break;
       }
       default:

@@ -64,9 +64,10 @@ void usage(std::FILE* f) {
                "                  positions (each tile every head's K rows, then their V\n"
                "                  rows), the layout of a session's 16-bit cache (default:\n"
                "                  tiled for f16 / bf16, plain for f32, as a session holds them)\n"
-               "  --ahead L       l1 | l2: where decode on a tiled cache asks for the next\n"
-               "                  tile, into L1 or into L2 only (default: this CPU's, %s;\n"
-               "                  the results are the same bits either way)\n"
+               "  --ahead L       l1 | l2: where decode asks for the keys ahead of those it\n"
+               "                  reads (a tiled cache's next tile, a plain one's rows 16\n"
+               "                  positions on), into L1 or into L2 only (default: this\n"
+               "                  CPU's, %s; the results are the same bits either way)\n"
                "  --isa NAME      avx512 | avx2 | scalar (default: the best this CPU has,\n"
                "                  capped by HEADWISE_ISA; here %s)\n"
                "  --no-peak       skip measuring the machine peak (saves ~2 s and 256 MiB)\n"
@@ -189,12 +190,11 @@ int cmd_bench_attention(int argc, char** argv) {
   if (args.has("ahead")) {
     const std::string ahead = args.str("ahead");
     if (ahead != "l1" && ahead != "l2") return usage_error("--ahead '" + ahead + "' is not one of l1, l2");
-    if (!decode || !tiled)
-      return usage_error("--ahead applies to --decode on a tiled cache (--kv-type f16 or bf16) only");
+    if (!decode) return usage_error("--ahead applies to --decode only");
     kernels::set_attn_ahead_override(ahead == "l2" ? 1 : 0);
   }
-  // Where the decode kernel asks for the next tile (a tiled cache's only; null otherwise).
-  const char* ahead = decode && tiled ? kernels::attn_ahead_name(kernels::cpu_attn_ahead()) : nullptr;
+  // Where the decode kernel asks for the keys ahead (null for a prefill).
+  const char* ahead = decode ? kernels::attn_ahead_name(kernels::cpu_attn_ahead()) : nullptr;
 
   AttentionParams a;
   a.kv_type = kv_type;
@@ -393,7 +393,7 @@ int cmd_bench_attention(int argc, char** argv) {
               causal ? "causal" : "non-causal", decode ? ", decode" : ", prefill");
   std::printf("kernel    %s (%s), %d threads, %s K/V %s", isa.c_str(), line, a.threads, kv_type_name(kv_type),
               tiled ? "in a session's tiles of 16 positions" : "position-major");
-  if (ahead) std::printf(", next tile asked for into %s", ahead[1] == '2' ? "L2" : "L1");
+  if (ahead) std::printf(", keys ahead asked for into %s", ahead[1] == '2' ? "L2" : "L1");
   std::printf("\n");
   std::printf("time      median %.3f ms (min %.3f, max %.3f) over %lld repeats after %lld warmup",
               median, ms.front(), ms.back(), repeat, warmup);

@@ -145,22 +145,25 @@ using AttnPrefillFn = void (*)(const AttnProblem& p, int b, int hq, int q0, floa
 // hk, those that exist) into `tile`, amx_packed_tile_floats() floats.
 using AttnPackFn = void (*)(const AttnProblem& p, int b, int hk, int k0, uint16_t* tile);
 
-// Where a decode kernel asks for the next tile of a tiled 16-bit cache, row by row as it
-// reads the rows of this one (attn_decode_impl.hpp): into L1 (prefetcht0) or into L2
-// only (prefetcht1). Which is faster depends on the core, not on the shape or the
-// results, which are the same bits either way; cpu_attn_ahead() says which for this CPU.
+// Where a decode kernel asks for the keys ahead of those it reads (attn_decode_impl.hpp):
+// a tiled 16-bit cache's next tile, row by row as it reads this one's, or a plain
+// cache's rows kPrefetchAhead positions on; into L1 (prefetcht0) or into L2 only
+// (prefetcht1). Which is faster depends on the core, not on the shape, and the results
+// are the same bits either way; cpu_attn_ahead() says which for this CPU.
 enum class AttnAhead : uint8_t { l1, l2 };
 // l2 on AMD family 19h, l1 elsewhere. Measured (cold caches, `headwise bench attention
-// --copies 48 --ahead l1|l2`, 2 threads, f16 unless said, alternating rounds):
+// --copies 48 --ahead l1|l2`, 2 threads, tiled f16 unless said, alternating rounds):
 //   Zen 4 (EPYC 9004, 32 KiB L1D), 2026-12-08, l1 → l2 in every round: 12 × 64 heads
-//   at 576 keys 88-103 → 65-78 µs (bf16 72-83 → 49-64; avx2 104-112 → 69-74), at 2048
-//   keys 280-327 → 232-257; 32/8 × 64 at 576 73-90 → 69-72; 32/8 × 128 at 1040 228-234
-//   → 148-150; 4 × 64 at 1024 42-55 → 27-34. Without any requests, 83-114 at the first
-//   shape: prefetcht0 gains nothing there. Zen 3 (19h as well) is assumed alike, not
-//   measured.
+//   at 576 keys 88-103 → 65-78 µs (bf16 72-83 → 49-64; avx2 104-112 → 69-74; a plain
+//   f32 cache, 24 copies, 186-192 → 126-146), at 2048 keys 280-327 → 232-257 (f32
+//   631-656 → 471-484); 32/8 × 64 at 576 73-90 → 69-72 (f32 166-215 → 99-123); 32/8 ×
+//   128 at 1040 228-234 → 148-150; 4 × 64 at 1024 42-55 → 27-34. Without any requests,
+//   83-114 at the first shape: prefetcht0 gains nothing there. Two tiles ahead into L2:
+//   no better (62-70 against 69-75). Zen 3 (19h as well) is assumed alike, not measured.
 //   Zen 5 (1Ah, 48 KiB L1D), 2026-12-03: l1 cut the model's attention by a fifth or more
 //   against no requests, and l2, or l1 two or four tiles ahead, was no better or slower
-//   (attn_decode_impl.hpp). Intel is not measured: l1, as before this choice.
+//   (attn_decode_impl.hpp); its plain cache was not measured with l2. Intel is not
+//   measured: l1, as before this choice.
 AttnAhead cpu_attn_ahead();
 // Tests and benchmarks: 0 forces l1, 1 l2, -1 restores detection; applies to plans built
 // afterwards.
@@ -172,8 +175,7 @@ const char* attn_ahead_name(AttnAhead a);
 // running max m (in log2 units), sum l and unnormalised accumulator acc[D].
 // `part` receives rows × decode_part_floats(D) floats: per row m at [0], l at [1] and
 // acc at [kPartAcc, kPartAcc + D), 64-byte aligned like the row itself.
-// `ahead`: where it asks for a tiled 16-bit cache's next tile (AttnAhead); a plain
-// cache's requests do not depend on it.
+// `ahead`: where it asks for the keys ahead (AttnAhead).
 using AttnDecodeFn = void (*)(const AttnProblem& p, int b, int k0, int k1, float* part,
                               float* scratch, AttnAhead ahead);
 
@@ -252,7 +254,7 @@ struct AttnPlan {
   AttnPath path = AttnPath::prefill;
   int threads = 1;
   int kv_chunks = 1;            // decode: key chunks per sequence
-  AttnAhead ahead = AttnAhead::l1;  // decode: where a tiled cache's next tile is asked for
+  AttnAhead ahead = AttnAhead::l1;  // decode: where the keys ahead are asked for
   size_t scratch_floats = 0;    // per thread, with 4 KiB between threads (attention.cpp)
   size_t partial_floats = 0;    // decode partial states, all chunks
   int packed_keys = 0;          // prefill: keys packed once per call (AttnPackedKv), 0: none

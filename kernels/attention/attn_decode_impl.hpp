@@ -33,9 +33,10 @@
 // 80-104 → 62-78 ms of attention over 128 steps (7 rounds, decode faster in each),
 // llama-1b-like Q4_K_M 80-110 → 55-73 ms over 64 (3 rounds); into L2 instead, or 2 or 4
 // tiles ahead, no better or slower. On Zen 4 (2026-12-08) the same requests into L1 gain
-// nothing over none, and into L2 they cut cold calls by 15-35% and llama-134m Q4_K_M's
-// decode steps by 6-10%: the level is the plan's (AttnAhead, attention.hpp has the
-// figures), a template argument here.
+// nothing over none, and into L2 they cut cold calls by 10-40% and llama-134m Q4_K_M's
+// decode steps by 6-10%; a plain cache's requests kPrefetchAhead positions on likewise
+// (an f32 cache's steps 13-19%). The level is the plan's (AttnAhead, attention.hpp has
+// the figures), a template argument here.
 // Those requests were first issued as a burst, a head's whole next tile (32 lines of a
 // 64-feature f16 head) before its rows of this one; they are now spread one row (or one
 // feature slice of a row) at a time through the loops that read this tile's rows, so
@@ -82,8 +83,9 @@
 namespace headwise::kernels {
 namespace {
 
-// kAhead: the locality of the next-tile requests (__builtin_prefetch's third argument,
-// a constant): 3 into L1, 2 into L2 (AttnAhead; attn_decode below picks one per call).
+// kAhead: the locality of the requests for keys ahead, a tiled cache's next tile or a
+// plain cache's rows kPrefetchAhead positions on (__builtin_prefetch's third argument, a
+// constant): 3 into L1, 2 into L2 (AttnAhead; attn_decode below picks one per call).
 template <class S, class E, int KT, int kAhead>
 struct AttnDecode {
   using V = typename S::V;
@@ -118,9 +120,9 @@ struct AttnDecode {
 #pragma GCC unroll 16
     for (int i = 0; i < N; ++i) {
       const char* r = reinterpret_cast<const char*>(first + i * stride);
-      __builtin_prefetch(r, 0, 3);
-      if (bytes > 64) __builtin_prefetch(r + 64, 0, 3);
-      for (int o = 128; o < bytes; o += 64) __builtin_prefetch(r + o, 0, 3);
+      __builtin_prefetch(r, 0, kAhead);
+      if (bytes > 64) __builtin_prefetch(r + 64, 0, kAhead);
+      for (int o = 128; o < bytes; o += 64) __builtin_prefetch(r + o, 0, kAhead);
     }
   }
 
@@ -496,12 +498,11 @@ struct AttnDecode {
   }
 };
 
-// The decode entry of a translation unit: the next-tile requests' level chosen once per
-// call (a plain fp32 cache makes none, so it has one body).
+// The decode entry of a translation unit: the level of the requests for keys ahead
+// chosen once per call.
 template <class S, class E, int KT>
 void attn_decode(const AttnProblem& p, int b, int k0, int k1, float* part, float* scratch, AttnAhead ahead) {
-  if constexpr (!std::is_same_v<E, KvF32>)
-    if (ahead == AttnAhead::l2) return AttnDecode<S, E, KT, 2>::run(p, b, k0, k1, part, scratch);
+  if (ahead == AttnAhead::l2) return AttnDecode<S, E, KT, 2>::run(p, b, k0, k1, part, scratch);
   AttnDecode<S, E, KT, 3>::run(p, b, k0, k1, part, scratch);
 }
 

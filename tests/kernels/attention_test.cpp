@@ -72,15 +72,18 @@ TEST_P(AttentionSweep, EveryIsaAndPathMatchesReference) {
                 << k.name << (path == AttnPath::decode ? " decode" : " prefill") << " threads=" << threads
                 << " kv=" << kv_type_name(kv) << (tiled ? " tiled" : "");
             ++ran;
-            if (path == AttnPath::decode && tiled) {
-              // Where the next tile is asked for (L1 or L2) changes no bit: the plan's
+            if (path == AttnPath::decode) {
+              // Where the keys ahead are asked for (L1 or L2) changes no bit: the plan's
               // choice above, then each forced.
               const std::vector<float> planned = data.out;
               for (kernels::AttnAhead a : {kernels::AttnAhead::l1, kernels::AttnAhead::l2}) {
                 std::fill(data.out.begin(), data.out.end(), NAN);
-                run_kernel(k, data.tiled_problem(c.causal, data.out.data(), kv), threads, path, a);
+                run_kernel(k, tiled ? data.tiled_problem(c.causal, data.out.data(), kv)
+                                    : data.problem(c.causal, data.out.data(), kv),
+                           threads, path, a);
                 EXPECT_EQ(0, std::memcmp(data.out.data(), planned.data(), planned.size() * sizeof(float)))
-                    << k.name << " decode tiled kv=" << kv_type_name(kv) << " ahead " << kernels::attn_ahead_name(a);
+                    << k.name << " decode threads=" << threads << " kv=" << kv_type_name(kv) << (tiled ? " tiled" : "")
+                    << " ahead " << kernels::attn_ahead_name(a);
               }
             }
           }

@@ -17,9 +17,9 @@ TEST(RunPlan, VerbosePrintsThePlanPerNode) {
   EXPECT_NE(r.err.find("element-wise table elementwise_f32__"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("] linear "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("gemv_blocked:"), std::string::npos) << "the 1-row kernel of each projection\n" << r.err;
-  // where decode on a 16-bit cache asks for its next tile: this CPU's choice
+  // where decode asks for the keys ahead of those it reads: this CPU's choice
   const std::string ahead = kernels::cpu_attn_ahead() == kernels::AttnAhead::l2 ? "L2" : "L1";
-  EXPECT_NE(r.err.find("a 16-bit cache's next tile asked for into " + ahead), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("key chunk(s) on 1 thread(s), keys ahead asked for into " + ahead), std::string::npos) << r.err;
 }
 
 TEST(RunPlan, UnusableIsaFailsTheLoadNamingTheVariable) {
