@@ -6,7 +6,8 @@
 # sanitizer report.
 #
 #   tests/run_asan.sh [SRC_DIR] [BUILD_DIR]     (defaults: this checkout, SRC_DIR/build-asan)
-#   env: JOBS (build jobs, default 2), CTEST_ARGS (extra ctest arguments)
+#   env: JOBS (build jobs, default 2), CTEST_ARGS (extra ctest arguments),
+#        HEADWISE_KEEP_ASAN_BUILD=1 (keep BUILD_DIR after a pass; by default it goes)
 #
 # Left out (ctest -E), with the reason:
 #   install_package  not registered in sanitizer builds (it installs and links a C
@@ -67,3 +68,11 @@ if [[ $rc -ne 0 ]]; then
   exit "$rc"
 fi
 echo "run_asan.sh: no AddressSanitizer/UndefinedBehaviorSanitizer reports"
+# The instrumented build is ~4.6 GB (its test binaries most of it). Once its suite has
+# passed it goes, unless HEADWISE_KEEP_ASAN_BUILD=1: a CI host's disk filled up once (a
+# later test's ENOSPC) with it there. A failure keeps it; a rerun builds it again (with
+# ccache where installed). Only a folder that is a CMake build and not the sources.
+if [[ "${HEADWISE_KEEP_ASAN_BUILD:-0}" != 1 && -f "$build/CMakeCache.txt" && "$(cd "$build" && pwd)" != "$src" ]]; then
+  rm -rf -- "$build"
+  echo "run_asan.sh: removed $build (HEADWISE_KEEP_ASAN_BUILD=1 keeps it)"
+fi
